@@ -1,0 +1,302 @@
+// Package testenv starts the real control plane every cluster test and the
+// demo run against: etcd and kube-apiserver (the kube-testserver binary built
+// by tools/install.sh from the Go module proxy) on free loopback ports, RBAC
+// on, token and client-certificate authentication, and Secrets encrypted at
+// rest through a real KMS v2 plugin (package kmstest) on a unix socket.
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmstest"
+)
+
+// KMSProviderName is the name of the KMS v2 provider in the
+// EncryptionConfiguration; etcd values carry it after "k8s:enc:kms:v2:".
+const KMSProviderName = "kmshealth-test"
+
+// stopGrace bounds how long a process may take to exit after SIGTERM before
+// it is killed.
+const stopGrace = 10 * time.Second
+
+// Env is one running control plane.
+type Env struct {
+	Dir          string // scratch directory: certificates, logs, etcd data, kubeconfig
+	Kubeconfig   string // kubeconfig file for a system:masters client certificate
+	Host         string // https://127.0.0.1:<port>
+	CAPEM        []byte
+	ClientCert   []byte
+	ClientKey    []byte
+	Token        string // a system:masters bearer token (token auth file)
+	EtcdEndpoint string
+	KMS          *kmstest.Plugin // the plugin the API server encrypts Secrets with
+
+	binary    string
+	apiArgs   []string
+	etcd      *exec.Cmd
+	apiserver *exec.Cmd
+}
+
+// Binary returns the kube-testserver path: $KMSHEALTH_KUBE_TESTSERVER when
+// set (the Makefile sets it), else whatever tools/install.sh builds or has
+// cached.
+func Binary() (string, error) {
+	if p := os.Getenv("KMSHEALTH_KUBE_TESTSERVER"); p != "" {
+		return p, nil
+	}
+	_, self, _, _ := runtime.Caller(0)
+	script := filepath.Join(filepath.Dir(self), "..", "..", "tools", "install.sh")
+	out, err := exec.Command("bash", script, "kube-testserver").Output()
+	if err != nil {
+		return "", fmt.Errorf("build kube-testserver with %s: %w", script, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// Start brings up etcd, the KMS plugin and kube-apiserver and returns once
+// /readyz answers ok. Call Stop when done, also on error paths of the caller.
+func Start(ctx context.Context) (*Env, error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	// unix socket paths are limited to 108 bytes: keep the directory short.
+	dir, err := os.MkdirTemp("", "kmsh-")
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{Dir: dir, binary: bin}
+	if err := e.start(ctx); err != nil {
+		e.Stop()
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *Env) start(ctx context.Context) error {
+	p, err := writePKI(e.Dir)
+	if err != nil {
+		return fmt.Errorf("generate certificates: %w", err)
+	}
+	e.CAPEM, e.ClientCert, e.ClientKey, e.Token = p.ca.cert, p.admin.cert, p.admin.key, p.adminToken
+
+	ports, err := freePorts(3)
+	if err != nil {
+		return err
+	}
+	e.EtcdEndpoint = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	e.etcd, err = e.spawn("etcd.log", "etcd",
+		"--data-dir="+filepath.Join(e.Dir, "etcd"),
+		"--listen-client-url="+e.EtcdEndpoint,
+		fmt.Sprintf("--listen-peer-url=http://127.0.0.1:%d", ports[1]))
+	if err != nil {
+		return err
+	}
+
+	if e.KMS, err = kmstest.Start(filepath.Join(e.Dir, "kms.sock"), "1"); err != nil {
+		return err
+	}
+	encCfg := filepath.Join(e.Dir, "encryption.yaml")
+	if err := os.WriteFile(encCfg, []byte(fmt.Sprintf(`apiVersion: apiserver.config.k8s.io/v1
+kind: EncryptionConfiguration
+resources:
+- resources: [secrets]
+  providers:
+  - kms:
+      apiVersion: v2
+      name: %s
+      endpoint: %s
+      timeout: 5s
+  - identity: {}
+`, KMSProviderName, e.KMS.Endpoint())), 0o600); err != nil {
+		return err
+	}
+
+	e.Host = fmt.Sprintf("https://127.0.0.1:%d", ports[2])
+	f := func(name string) string { return filepath.Join(e.Dir, name) }
+	e.apiArgs = []string{
+		"kube-apiserver",
+		"--etcd-servers=" + e.EtcdEndpoint,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(ports[2]),
+		"--tls-cert-file=" + f("serving.crt"),
+		"--tls-private-key-file=" + f("serving.key"),
+		"--client-ca-file=" + f("ca.crt"),
+		"--token-auth-file=" + f("tokens.csv"),
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-account-key-file=" + p.saKeyFile,
+		"--service-account-signing-key-file=" + p.saKeyFile,
+		"--service-cluster-ip-range=10.96.0.0/16",
+		"--encryption-provider-config=" + encCfg,
+		"--allow-privileged=true",
+		"--endpoint-reconciler-type=none",
+		"--enable-priority-and-fairness=false",
+		"--profiling=false",
+		"--v=1",
+	}
+	if err := e.startAPIServer(ctx); err != nil {
+		return err
+	}
+	return e.writeKubeconfig()
+}
+
+func (e *Env) startAPIServer(ctx context.Context) error {
+	var err error
+	if e.apiserver, err = e.spawn("apiserver.log", e.apiArgs...); err != nil {
+		return err
+	}
+	return e.waitReady(ctx, 120*time.Second)
+}
+
+// RestartAPIServer stops kube-apiserver (etcd and the KMS plugin stay up)
+// and starts it again on the same port, for tests of clients that must ride
+// out an API server outage. down runs while the server is down.
+func (e *Env) RestartAPIServer(ctx context.Context, down func()) error {
+	stop(e.apiserver)
+	if down != nil {
+		down()
+	}
+	return e.startAPIServer(ctx)
+}
+
+// RESTConfig returns a fresh admin client configuration (client certificate).
+func (e *Env) RESTConfig() *rest.Config {
+	return &rest.Config{
+		Host:            e.Host,
+		TLSClientConfig: rest.TLSClientConfig{CAData: e.CAPEM, CertData: e.ClientCert, KeyData: e.ClientKey},
+		QPS:             200,
+		Burst:           400,
+	}
+}
+
+// Clientset returns an admin clientset.
+func (e *Env) Clientset() *kubernetes.Clientset {
+	return kubernetes.NewForConfigOrDie(e.RESTConfig())
+}
+
+// Stop terminates every process (SIGTERM, then SIGKILL after a bound) and
+// removes the scratch directory.
+func (e *Env) Stop() {
+	stop(e.apiserver)
+	if e.KMS != nil {
+		e.KMS.Stop()
+	}
+	stop(e.etcd)
+	if os.Getenv("KMSHEALTH_KEEP_TESTENV") == "" {
+		_ = os.RemoveAll(e.Dir)
+	}
+}
+
+func (e *Env) spawn(logName string, args ...string) (*exec.Cmd, error) {
+	logFile, err := os.OpenFile(filepath.Join(e.Dir, logName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(e.binary, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// The control plane never outlives the test process that started it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return nil, fmt.Errorf("start %s %s: %w", e.binary, args[0], err)
+	}
+	go func() { _ = cmd.Wait(); _ = logFile.Close() }()
+	return cmd, nil
+}
+
+func stop(cmd *exec.Cmd) {
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	deadline := time.Now().Add(stopGrace)
+	for time.Now().Before(deadline) {
+		if cmd.Process.Signal(syscall.Signal(0)) != nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = cmd.Process.Kill()
+}
+
+// waitReady polls /readyz: the API server offers no watch for its own
+// readiness.
+func (e *Env) waitReady(ctx context.Context, limit time.Duration) error {
+	client, err := kubernetes.NewForConfig(e.RESTConfig())
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	var last error
+	for {
+		body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err == nil && string(body) == "ok" {
+			return nil
+		}
+		last = err
+		if e.apiserver.ProcessState != nil {
+			return fmt.Errorf("kube-apiserver exited: %s; log: %s", e.apiserver.ProcessState, e.logTail("apiserver.log"))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kube-apiserver not ready after %s (last: %v); log: %s", limit, last, e.logTail("apiserver.log"))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (e *Env) logTail(name string) string {
+	b, _ := os.ReadFile(filepath.Join(e.Dir, name))
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
+
+func (e *Env) writeKubeconfig() error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["kmshealth-test"] = &clientcmdapi.Cluster{Server: e.Host, CertificateAuthorityData: e.CAPEM}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: e.ClientCert, ClientKeyData: e.ClientKey}
+	cfg.Contexts["kmshealth-test"] = &clientcmdapi.Context{Cluster: "kmshealth-test", AuthInfo: "admin"}
+	cfg.CurrentContext = "kmshealth-test"
+	e.Kubeconfig = filepath.Join(e.Dir, "kubeconfig")
+	return clientcmd.WriteToFile(*cfg, e.Kubeconfig)
+}
+
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, errors.Join(errors.New("find a free loopback port"), err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
