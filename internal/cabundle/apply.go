@@ -1,0 +1,250 @@
+package cabundle
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/kubernetes"
+	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	apiregclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset/typed/apiregistration/v1"
+)
+
+// Names shared with the reconciler and the docs.
+const (
+	// SourceAnnotation on an APIService names the Source (Kind/ns/name/key)
+	// its caBundle must equal; the reconciler watches APIServices that carry it.
+	SourceAnnotation = "kmshealth.io/ca-bundle-source"
+	// DefaultFieldManager owns spec.caBundle and SourceAnnotation.
+	DefaultFieldManager = "kmshealth"
+	// ManagedByLabel/ManagedByValue mark objects kmshealth created and may delete.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedByValue = "kmshealth"
+	// BundleForLabel on an inline ConfigMap names the APIService it feeds.
+	BundleForLabel = "kmshealth.io/ca-bundle-for"
+	// InlineKey is the key of the bundle in an inline ConfigMap.
+	InlineKey = "ca.crt"
+	// DefaultBundleNamespace holds inline ConfigMaps unless told otherwise.
+	DefaultBundleNamespace = "kube-system"
+)
+
+// ErrConflict is wrapped when another field manager owns spec.caBundle.
+var ErrConflict = errors.New("spec.caBundle is owned by another field manager")
+
+// InlineConfigMapName is the ConfigMap that holds an inline bundle for the
+// APIService.
+func InlineConfigMapName(apiservice string) string { return "kmshealth-cabundle-" + apiservice }
+
+// Get reads the APIService, turning NotFound into an error that says what
+// to do.
+func Get(ctx context.Context, c apiregclient.APIServicesGetter, name string) (*apiregv1.APIService, error) {
+	svc, err := c.APIServices().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("APIService %q not found: create it (usually with the aggregated API's installation) before managing its caBundle: %w", name, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read APIService %q: %w", name, err)
+	}
+	return svc, nil
+}
+
+// CheckAPIService rejects APIServices that cannot carry a caBundle, with
+// the message the API server's validation would otherwise give less clearly.
+func CheckAPIService(svc *apiregv1.APIService) error {
+	if svc.Spec.Service == nil {
+		return fmt.Errorf("APIService %q has no spec.service: it is served by kube-apiserver itself, and local APIServices may not have a caBundle; point apiservice_name at an aggregated API", svc.Name)
+	}
+	if svc.Spec.InsecureSkipTLSVerify {
+		return fmt.Errorf("APIService %q has spec.insecureSkipTLSVerify: true, which the API server does not allow together with a caBundle; set it to false in the APIService's own manifest first (that is the point of a caBundle)", svc.Name)
+	}
+	return nil
+}
+
+// Owned reports whether manager's apply entry in managedFields owns
+// spec.caBundle and the SourceAnnotation.
+func Owned(svc *apiregv1.APIService, manager string) (bundle, annotation bool) {
+	for _, mf := range svc.ManagedFields {
+		if mf.Manager != manager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.FieldsV1 == nil {
+			continue
+		}
+		var fields map[string]any
+		if json.Unmarshal(mf.FieldsV1.Raw, &fields) != nil {
+			continue
+		}
+		bundle = bundle || has(fields, "f:spec", "f:caBundle")
+		annotation = annotation || has(fields, "f:metadata", "f:annotations", "f:"+SourceAnnotation)
+	}
+	return bundle, annotation
+}
+
+func has(m map[string]any, path ...string) bool {
+	for _, p := range path {
+		v, ok := m[p]
+		if !ok {
+			return false
+		}
+		m, _ = v.(map[string]any)
+	}
+	return true
+}
+
+// InSync reports whether live already carries bundle and the source
+// annotation, both owned by manager: then there is nothing to write.
+func InSync(live *apiregv1.APIService, bundle []byte, src Source, manager string) bool {
+	if !bytes.Equal(live.Spec.CABundle, bundle) || live.Annotations[SourceAnnotation] != src.String() {
+		return false
+	}
+	ownsBundle, ownsAnnotation := Owned(live, manager)
+	return ownsBundle && ownsAnnotation
+}
+
+// ApplyOptions control a server-side apply.
+type ApplyOptions struct {
+	FieldManager string
+	Force        bool // take ownership from other managers
+	DryRun       bool // let the API server check everything, write nothing
+}
+
+// apiServiceApply is the apply configuration: only the fields we own, and
+// the UID as a precondition so a deleted APIService is never re-created.
+type apiServiceApply struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   applyMeta         `json:"metadata"`
+	Spec       *apiServiceFields `json:"spec,omitempty"`
+}
+
+type applyMeta struct {
+	Name        string            `json:"name"`
+	UID         types.UID         `json:"uid,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+type apiServiceFields struct {
+	CABundle []byte `json:"caBundle"`
+}
+
+// Ensure makes live carry bundle and the annotation naming src, by
+// server-side apply of only those two fields, and writes nothing when they
+// are already there and ours. It returns the resulting object and whether
+// it wrote. live is a fresh GET (provider) or an informer's copy (reconciler).
+func Ensure(ctx context.Context, c apiregclient.APIServicesGetter, live *apiregv1.APIService, bundle []byte, src Source, opts ApplyOptions) (*apiregv1.APIService, bool, error) {
+	if err := CheckAPIService(live); err != nil {
+		return nil, false, err
+	}
+	if InSync(live, bundle, src, opts.FieldManager) {
+		return live, false, nil
+	}
+	body := apiServiceApply{
+		APIVersion: apiregv1.SchemeGroupVersion.String(),
+		Kind:       "APIService",
+		Metadata:   applyMeta{Name: live.Name, UID: live.UID, Annotations: map[string]string{SourceAnnotation: src.String()}},
+		Spec:       &apiServiceFields{CABundle: bundle},
+	}
+	out, err := apply(ctx, c, body, opts)
+	if err != nil {
+		return nil, false, err
+	}
+	return out, true, nil
+}
+
+// Release gives up manager's ownership of spec.caBundle and the annotation.
+// Fields nobody else owns disappear from the live object; nothing else is
+// touched. A missing APIService is not an error.
+func Release(ctx context.Context, c apiregclient.APIServicesGetter, name, manager string) error {
+	live, err := c.APIServices().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read APIService %q: %w", name, err)
+	}
+	if b, a := Owned(live, manager); !b && !a {
+		return nil
+	}
+	body := apiServiceApply{
+		APIVersion: apiregv1.SchemeGroupVersion.String(),
+		Kind:       "APIService",
+		Metadata:   applyMeta{Name: name, UID: live.UID},
+	}
+	_, err = apply(ctx, c, body, ApplyOptions{FieldManager: manager})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func apply(ctx context.Context, c apiregclient.APIServicesGetter, body apiServiceApply, opts ApplyOptions) (*apiregv1.APIService, error) {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.APIServices().Patch(ctx, body.Metadata.Name, types.ApplyPatchType, data,
+		metav1.PatchOptions{FieldManager: opts.FieldManager, Force: &opts.Force, DryRun: dryRun(opts.DryRun)})
+	switch {
+	case apierrors.IsConflict(err):
+		return nil, fmt.Errorf("%w on APIService %q: %v; set force_conflicts = true to take ownership, or stop the other writer", ErrConflict, body.Metadata.Name, err)
+	case err != nil:
+		return nil, fmt.Errorf("server-side apply of APIService %q as %q: %w", body.Metadata.Name, opts.FieldManager, err)
+	}
+	return out, nil
+}
+
+func dryRun(on bool) []string {
+	if on {
+		return []string{metav1.DryRunAll}
+	}
+	return nil
+}
+
+// EnsureInlineConfigMap writes an inline bundle into the ConfigMap kmshealth
+// owns for the APIService and returns it as the Source. It refuses to take
+// over a ConfigMap of that name that kmshealth did not create.
+func EnsureInlineConfigMap(ctx context.Context, core kubernetes.Interface, namespace, apiservice string, bundle []byte, manager string) (Source, error) {
+	src := Source{Kind: KindConfigMap, Namespace: namespace, Name: InlineConfigMapName(apiservice), Key: InlineKey}
+	cms := core.CoreV1().ConfigMaps(namespace)
+	existing, err := cms.Get(ctx, src.Name, metav1.GetOptions{})
+	switch {
+	case err == nil && existing.Labels[ManagedByLabel] != ManagedByValue:
+		return src, fmt.Errorf("ConfigMap %s/%s already exists and is not managed by kmshealth (no %s=%s label); kmshealth will not overwrite it: rename or delete it, or point source at it instead of ca_bundle",
+			namespace, src.Name, ManagedByLabel, ManagedByValue)
+	case err != nil && !apierrors.IsNotFound(err):
+		return src, fmt.Errorf("read ConfigMap %s/%s: %w", namespace, src.Name, err)
+	case err == nil && bytes.Equal([]byte(existing.Data[InlineKey]), bundle) && existing.Labels[BundleForLabel] == apiservice:
+		return src, nil
+	}
+	ac := corev1ac.ConfigMap(src.Name, namespace).
+		WithLabels(map[string]string{ManagedByLabel: ManagedByValue, BundleForLabel: apiservice}).
+		WithData(map[string]string{InlineKey: string(bundle)})
+	if _, err := cms.Apply(ctx, ac, metav1.ApplyOptions{FieldManager: manager, Force: true}); err != nil {
+		return src, fmt.Errorf("write ConfigMap %s/%s: %w", namespace, src.Name, err)
+	}
+	return src, nil
+}
+
+// DeleteInlineConfigMap deletes the inline ConfigMap if kmshealth created it.
+func DeleteInlineConfigMap(ctx context.Context, core kubernetes.Interface, namespace, apiservice string) error {
+	name := InlineConfigMapName(apiservice)
+	cms := core.CoreV1().ConfigMaps(namespace)
+	cm, err := cms.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read ConfigMap %s/%s: %w", namespace, name, err)
+	}
+	if cm.Labels[ManagedByLabel] != ManagedByValue {
+		return nil // not ours: leave it alone
+	}
+	err = cms.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cm.UID}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete ConfigMap %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}

@@ -1,0 +1,131 @@
+// Package cabundle keeps an APIService's spec.caBundle equal to the PEM held
+// by one authoritative object (a Secret or ConfigMap key). It is shared by
+// the kmshealth_apiservice_cabundle resource and the in-cluster reconciler:
+// the same inspection, the same comparison and the same server-side apply
+// under the same field manager, so the two never fight.
+package cabundle
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"time"
+)
+
+// ExpiryWarningWindow is how close to expiry a certificate may be before
+// Inspect warns about it.
+const ExpiryWarningWindow = 30 * 24 * time.Hour
+
+// Severity ranks a Finding.
+type Severity int
+
+const (
+	// Warning findings are reported but do not stop a write.
+	Warning Severity = iota
+	// Error findings mean the bundle must not be written.
+	Error
+)
+
+// Finding is one problem Inspect found in a bundle.
+type Finding struct {
+	Severity Severity
+	Summary  string
+	Detail   string
+}
+
+// Info describes a bundle that parsed.
+type Info struct {
+	// CertificateCount is the number of CERTIFICATE blocks.
+	CertificateCount int
+	// FingerprintSHA256 is the hex SHA-256 of the bundle's exact bytes, so
+	// any change, even in whitespace, shows.
+	FingerprintSHA256 string
+	// NotAfter is the earliest expiry among the certificates (zero when
+	// there are none).
+	NotAfter time.Time
+}
+
+// Fingerprint returns the hex SHA-256 of b.
+func Fingerprint(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Inspect parses a PEM bundle and reports what is wrong with it, judged at
+// now. Any Error finding means the bundle must not be written.
+func Inspect(bundle []byte, now time.Time) (Info, []Finding) {
+	info := Info{FingerprintSHA256: Fingerprint(bundle)}
+	var findings []Finding
+	fail := func(summary, format string, args ...any) {
+		findings = append(findings, Finding{Severity: Error, Summary: summary, Detail: fmt.Sprintf(format, args...)})
+	}
+	warn := func(summary, format string, args ...any) {
+		findings = append(findings, Finding{Severity: Warning, Summary: summary, Detail: fmt.Sprintf(format, args...)})
+	}
+
+	if len(bytes.TrimSpace(bundle)) == 0 {
+		fail("Empty CA bundle", "The CA bundle is empty. Provide one or more PEM \"CERTIFICATE\" blocks of the CA that signs the aggregated API server's serving certificate.")
+		return info, findings
+	}
+	rest := bundle
+	for n := 1; ; n++ {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			fail("Not a certificate", "PEM block %d is of type %q; a CA bundle may hold only \"CERTIFICATE\" blocks. Remove it (a private key never belongs in a caBundle).", n, block.Type)
+			continue
+		}
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			fail("Unparsable certificate", "PEM block %d is not a valid X.509 certificate: %v.", n, err)
+			continue
+		}
+		info.CertificateCount++
+		if info.NotAfter.IsZero() || cert.NotAfter.Before(info.NotAfter) {
+			info.NotAfter = cert.NotAfter
+		}
+		subject := cert.Subject.String()
+		switch {
+		case !now.Before(cert.NotAfter):
+			fail("Expired certificate", "Certificate %d (%s) expired at %s. Replace it with the current CA certificate.", n, subject, cert.NotAfter.UTC().Format(time.RFC3339))
+		case cert.NotAfter.Sub(now) < ExpiryWarningWindow:
+			warn("Certificate expires soon", "Certificate %d (%s) expires at %s, in less than 30 days. Rotate the CA and update the bundle before then.", n, subject, cert.NotAfter.UTC().Format(time.RFC3339))
+		}
+		if !cert.IsCA {
+			warn("Certificate is not a CA", "Certificate %d (%s) is not a CA certificate (basicConstraints CA:FALSE or missing). A caBundle should hold the CA that signed the serving certificate, not the serving certificate itself.", n, subject)
+		}
+	}
+	if len(bytes.TrimSpace(rest)) != 0 {
+		fail("Unparsable PEM", "The CA bundle holds %d bytes that are not PEM after the last valid block. Provide only PEM \"CERTIFICATE\" blocks.", len(bytes.TrimSpace(rest)))
+	}
+	if info.CertificateCount == 0 && !HasErrors(findings) {
+		fail("No certificate in CA bundle", "The CA bundle holds no PEM \"CERTIFICATE\" block.")
+	}
+	return info, findings
+}
+
+// HasErrors reports whether any finding is an Error.
+func HasErrors(findings []Finding) bool {
+	for _, f := range findings {
+		if f.Severity == Error {
+			return true
+		}
+	}
+	return false
+}
+
+// FirstError returns the first Error finding as an error, or nil.
+func FirstError(findings []Finding) error {
+	for _, f := range findings {
+		if f.Severity == Error {
+			return fmt.Errorf("%s: %s", f.Summary, f.Detail)
+		}
+	}
+	return nil
+}

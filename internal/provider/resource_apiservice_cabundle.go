@@ -1,0 +1,526 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+)
+
+var (
+	_ resource.ResourceWithConfigure        = (*apiServiceCABundleResource)(nil)
+	_ resource.ResourceWithConfigValidators = (*apiServiceCABundleResource)(nil)
+	_ resource.ResourceWithModifyPlan       = (*apiServiceCABundleResource)(nil)
+	_ resource.ResourceWithImportState      = (*apiServiceCABundleResource)(nil)
+)
+
+// NewAPIServiceCABundleResource is the factory of kmshealth_apiservice_cabundle.
+func NewAPIServiceCABundleResource() resource.Resource {
+	return &apiServiceCABundleResource{now: time.Now}
+}
+
+type apiServiceCABundleResource struct {
+	clients *Clients
+	now     func() time.Time
+}
+
+type apiServiceCABundleModel struct {
+	ID                types.String `tfsdk:"id"`
+	APIServiceName    types.String `tfsdk:"apiservice_name"`
+	CABundle          types.String `tfsdk:"ca_bundle"`
+	Source            *sourceModel `tfsdk:"source"`
+	BundleNamespace   types.String `tfsdk:"bundle_namespace"`
+	FieldManager      types.String `tfsdk:"field_manager"`
+	ForceConflicts    types.Bool   `tfsdk:"force_conflicts"`
+	FingerprintSHA256 types.String `tfsdk:"fingerprint_sha256"`
+	CertificateCount  types.Int64  `tfsdk:"certificate_count"`
+	NotAfter          types.String `tfsdk:"not_after"`
+	CABundleSource    types.String `tfsdk:"ca_bundle_source"`
+}
+
+type sourceModel struct {
+	Kind      types.String `tfsdk:"kind"`
+	Namespace types.String `tfsdk:"namespace"`
+	Name      types.String `tfsdk:"name"`
+	Key       types.String `tfsdk:"key"`
+}
+
+func (m *apiServiceCABundleModel) inline() bool { return m.Source == nil }
+
+// source is the authoritative object: the user's, or our inline ConfigMap.
+func (m *apiServiceCABundleModel) source() cabundle.Source {
+	if m.inline() {
+		return cabundle.Source{
+			Kind: cabundle.KindConfigMap, Namespace: m.BundleNamespace.ValueString(),
+			Name: cabundle.InlineConfigMapName(m.APIServiceName.ValueString()), Key: cabundle.InlineKey,
+		}
+	}
+	return cabundle.Source{
+		Kind: m.Source.Kind.ValueString(), Namespace: m.Source.Namespace.ValueString(),
+		Name: m.Source.Name.ValueString(), Key: m.Source.Key.ValueString(),
+	}
+}
+
+func (m *apiServiceCABundleModel) sourceKnown() bool {
+	if m.inline() {
+		return !m.BundleNamespace.IsUnknown() && !m.APIServiceName.IsUnknown()
+	}
+	return !m.Source.Kind.IsUnknown() && !m.Source.Namespace.IsUnknown() && !m.Source.Name.IsUnknown() && !m.Source.Key.IsUnknown()
+}
+
+// setBundle fills the computed attributes that describe a bundle.
+func (m *apiServiceCABundleModel) setBundle(bundle []byte, now time.Time) {
+	info, _ := cabundle.Inspect(bundle, now)
+	m.FingerprintSHA256 = types.StringValue(info.FingerprintSHA256)
+	m.CertificateCount = types.Int64Value(int64(info.CertificateCount))
+	m.NotAfter = types.StringValue("")
+	if !info.NotAfter.IsZero() {
+		m.NotAfter = types.StringValue(info.NotAfter.UTC().Format(time.RFC3339))
+	}
+}
+
+func (m *apiServiceCABundleModel) setBundleUnknown() {
+	m.FingerprintSHA256 = types.StringUnknown()
+	m.CertificateCount = types.Int64Unknown()
+	m.NotAfter = types.StringUnknown()
+}
+
+func (m *apiServiceCABundleModel) options(dryRun bool) cabundle.ApplyOptions {
+	return cabundle.ApplyOptions{FieldManager: m.FieldManager.ValueString(), Force: m.ForceConflicts.ValueBool(), DryRun: dryRun}
+}
+
+func (r *apiServiceCABundleResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_apiservice_cabundle"
+}
+
+func (r *apiServiceCABundleResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Owns `spec.caBundle` of one aggregated APIService by server-side apply, from a " +
+			"Secret/ConfigMap key (`source`) or inline PEM (`ca_bundle`, kept in a ConfigMap this resource owns), " +
+			"so there is always one authoritative object. The APIService is annotated `" + cabundle.SourceAnnotation +
+			"` with that object, which lets the in-cluster reconciler restore the bundle between applies. " +
+			"Only the caBundle and the annotation are written, and only when the live bytes differ.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "The APIService name; also the import ID.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"apiservice_name": schema.StringAttribute{
+				Required:            true,
+				MarkdownDescription: "Name of an existing aggregated APIService (`<version>.<group>`, e.g. `v1beta1.metrics.k8s.io`) with `spec.service` set. Changing it replaces the resource.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:          []validator.String{objectName},
+			},
+			"ca_bundle": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "Inline PEM bundle of the CA(s) that sign the aggregated API server's serving certificate. " +
+					"Stored in the ConfigMap `kmshealth-cabundle-<apiservice_name>` in `bundle_namespace`, which this resource owns " +
+					"and deletes on destroy. Exactly one of `ca_bundle` and `source`. Checked at plan time: unparsable PEM, non-certificate " +
+					"blocks and expired certificates are errors; certificates expiring within 30 days or that are not CAs are warnings.",
+				Validators: []validator.String{pemBundle{now: r.now}},
+			},
+			"bundle_namespace": schema.StringAttribute{
+				Optional: true, Computed: true,
+				Default:             stringdefault.StaticString(cabundle.DefaultBundleNamespace),
+				MarkdownDescription: "Namespace of the ConfigMap that holds an inline `ca_bundle`. Default `kube-system`. Changing it replaces the resource.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:          []validator.String{namespaceName},
+			},
+			"field_manager": schema.StringAttribute{
+				Optional: true, Computed: true,
+				Default:             stringdefault.StaticString(cabundle.DefaultFieldManager),
+				MarkdownDescription: "Server-side apply field manager that owns the caBundle and the annotation. Default `kmshealth`, which is also the in-cluster reconciler's, so the two never conflict; change it only if you run the reconciler with the same value.",
+				Validators:          []validator.String{fieldManager},
+			},
+			"force_conflicts": schema.BoolAttribute{
+				Optional: true, Computed: true,
+				Default:             booldefault.StaticBool(false),
+				MarkdownDescription: "Take ownership of `spec.caBundle` when another field manager (an installer, a GitOps tool) owns it. Default `false`: such a conflict stops the apply and names the other manager.",
+			},
+			"fingerprint_sha256": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "Hex SHA-256 of the live caBundle bytes. A change between plans means the bundle drifted or the source rotated.",
+			},
+			"certificate_count": schema.Int64Attribute{
+				Computed:            true,
+				MarkdownDescription: "Number of certificates in the live caBundle.",
+			},
+			"not_after": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "Earliest expiry of the certificates in the live caBundle, RFC 3339. Feed it to monitoring or a `check` block.",
+			},
+			"ca_bundle_source": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "Live value of the `" + cabundle.SourceAnnotation + "` annotation: `<Kind>/<namespace>/<name>/<key>` of the authoritative object.",
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"source": schema.SingleNestedBlock{
+				MarkdownDescription: "The Secret or ConfigMap key that holds the PEM bundle, e.g. the `ca.crt` of a Secret that cert-manager keeps. " +
+					"It must exist at apply time and is never modified. Exactly one of `ca_bundle` and `source`.",
+				Attributes: map[string]schema.Attribute{
+					"kind": schema.StringAttribute{
+						Required: true, MarkdownDescription: "`Secret` or `ConfigMap`.",
+						Validators: []validator.String{stringvalidator.OneOf(cabundle.KindSecret, cabundle.KindConfigMap)},
+					},
+					"namespace": schema.StringAttribute{Required: true, MarkdownDescription: "Namespace of the object.", Validators: []validator.String{namespaceName}},
+					"name":      schema.StringAttribute{Required: true, MarkdownDescription: "Name of the object.", Validators: []validator.String{objectName}},
+					"key":       schema.StringAttribute{Required: true, MarkdownDescription: "Key in `data` (or a ConfigMap's `binaryData`) holding the PEM, e.g. `ca.crt`.", Validators: []validator.String{dataKey}},
+				},
+			},
+		},
+	}
+}
+
+func (r *apiServiceCABundleResource) ConfigValidators(context.Context) []resource.ConfigValidator {
+	return []resource.ConfigValidator{
+		resourcevalidator.ExactlyOneOf(path.MatchRoot("ca_bundle"), path.MatchRoot("source")),
+	}
+}
+
+func (r *apiServiceCABundleResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.clients = configure(req.ProviderData, &resp.Diagnostics)
+}
+
+// ModifyPlan predicts the computed attributes from the desired bundle, so a
+// live bundle that drifted from its source shows in the plan. With inline
+// PEM that needs no API call; with a source it costs one GET.
+func (r *apiServiceCABundleResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+	var plan apiServiceCABundleModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	var state *apiServiceCABundleModel
+	if !req.State.Raw.IsNull() {
+		state = &apiServiceCABundleModel{}
+		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
+	}
+	plan.ID = plan.APIServiceName
+	plan.CABundleSource = types.StringUnknown()
+	if plan.sourceKnown() {
+		plan.CABundleSource = types.StringValue(plan.source().String())
+	}
+	plan.setBundleUnknown()
+	switch {
+	case plan.inline() && !plan.CABundle.IsUnknown():
+		plan.setBundle([]byte(plan.CABundle.ValueString()), r.now())
+	case !plan.inline() && plan.sourceKnown() && r.clients.Known():
+		// A source that cannot be read now (not created yet, no connection
+		// configured) is checked at apply time instead.
+		core, err := r.clients.Core()
+		if err != nil {
+			break
+		}
+		bundle, err := cabundle.ReadSource(ctx, core, plan.source())
+		if err != nil {
+			break
+		}
+		_, findings := cabundle.Inspect(bundle, r.now())
+		addFindings(&resp.Diagnostics, path.Root("source"), findings)
+		// Unchanged source and live bundle: keep the state's values (an
+		// empty plan). Otherwise leave them unknown: the source may rotate
+		// between plan and apply, and apply writes what it holds then.
+		if state != nil && state.FingerprintSHA256.ValueString() == cabundle.Fingerprint(bundle) {
+			plan.FingerprintSHA256, plan.CertificateCount, plan.NotAfter = state.FingerprintSHA256, state.CertificateCount, state.NotAfter
+		}
+	}
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+func (r *apiServiceCABundleResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan apiServiceCABundleModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.write(ctx, &plan, nil, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+func (r *apiServiceCABundleResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state apiServiceCABundleModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() || !r.clients.Known() {
+		return // provider configuration unknown: keep the state as it is
+	}
+	agg, err := r.clients.Aggregator()
+	if err != nil {
+		connectionError(&resp.Diagnostics, err)
+		return
+	}
+	name := state.APIServiceName.ValueString()
+	live, err := agg.ApiregistrationV1().APIServices().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		resp.Diagnostics.AddWarning("APIService gone",
+			fmt.Sprintf("APIService %q no longer exists, so kmshealth_apiservice_cabundle.%s is removed from the state. It is created again on the next apply once the APIService is back.", name, name))
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot read APIService", fmt.Sprintf("read APIService %q: %v", name, err))
+		return
+	}
+	annotation := live.Annotations[cabundle.SourceAnnotation]
+	if state.CABundle.IsNull() && state.Source == nil { // import
+		resp.Diagnostics.Append(r.adopt(ctx, &state, annotation)...)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+	}
+	if state.FieldManager.IsNull() {
+		state.FieldManager = types.StringValue(cabundle.DefaultFieldManager)
+	}
+	if state.ForceConflicts.IsNull() {
+		state.ForceConflicts = types.BoolValue(false)
+	}
+	if state.BundleNamespace.IsNull() {
+		state.BundleNamespace = types.StringValue(cabundle.DefaultBundleNamespace)
+	}
+	state.ID = types.StringValue(name)
+	state.CABundleSource = types.StringValue(annotation)
+	state.setBundle(live.Spec.CABundle, r.now())
+	if state.inline() {
+		held, err := r.inlineHeld(ctx, &state)
+		if err != nil {
+			resp.Diagnostics.AddError("Cannot read inline CA bundle ConfigMap", err.Error())
+			return
+		}
+		// Report whichever of the live bundle and the ConfigMap drifted from
+		// the last applied value, so either shows as a diff on ca_bundle.
+		liveBundle := string(live.Spec.CABundle)
+		switch {
+		case liveBundle != state.CABundle.ValueString() || liveBundle == held:
+			state.CABundle = types.StringValue(liveBundle)
+		default:
+			state.CABundle = types.StringValue(held)
+		}
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+// inlineHeld returns the bundle in our inline ConfigMap, "" when missing.
+func (r *apiServiceCABundleResource) inlineHeld(ctx context.Context, m *apiServiceCABundleModel) (string, error) {
+	core, err := r.clients.Core()
+	if err != nil {
+		return "", err
+	}
+	held, err := cabundle.ReadSource(ctx, core, m.source())
+	if errors.Is(err, cabundle.ErrSourceMissing) {
+		return "", nil
+	}
+	return string(held), err
+}
+
+// adopt derives the configuration of an imported resource from the
+// APIService's source annotation.
+func (r *apiServiceCABundleResource) adopt(ctx context.Context, m *apiServiceCABundleModel, annotation string) diag.Diagnostics {
+	var diags diag.Diagnostics
+	name := m.APIServiceName.ValueString()
+	src, err := cabundle.ParseSource(annotation)
+	if err != nil {
+		diags.AddError("APIService not managed by kmshealth",
+			fmt.Sprintf("APIService %q has no valid %s annotation (%v), so there is nothing to import. Declare a kmshealth_apiservice_cabundle for it and apply instead: that takes over spec.caBundle.",
+				name, cabundle.SourceAnnotation, err))
+		return diags
+	}
+	m.BundleNamespace = types.StringValue(cabundle.DefaultBundleNamespace)
+	if src.Kind == cabundle.KindConfigMap && src.Name == cabundle.InlineConfigMapName(name) && src.Key == cabundle.InlineKey {
+		core, err := r.clients.Core()
+		if err != nil {
+			diags.AddError("Cannot connect to Kubernetes", err.Error())
+			return diags
+		}
+		cm, err := core.CoreV1().ConfigMaps(src.Namespace).Get(ctx, src.Name, metav1.GetOptions{})
+		if err == nil && cm.Labels[cabundle.ManagedByLabel] == cabundle.ManagedByValue {
+			m.BundleNamespace = types.StringValue(src.Namespace)
+			m.CABundle = types.StringValue(cm.Data[cabundle.InlineKey])
+			return diags
+		}
+	}
+	m.Source = &sourceModel{
+		Kind: types.StringValue(src.Kind), Namespace: types.StringValue(src.Namespace),
+		Name: types.StringValue(src.Name), Key: types.StringValue(src.Key),
+	}
+	return diags
+}
+
+func (r *apiServiceCABundleResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan, state apiServiceCABundleModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.write(ctx, &plan, &state, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+// write brings the cluster to plan: checks everything that can fail before
+// the first write (including a server-side dry run for conflicts), then
+// writes the inline ConfigMap, then the APIService, then cleans up what the
+// previous state held and the plan no longer does.
+func (r *apiServiceCABundleResource) write(ctx context.Context, plan, prior *apiServiceCABundleModel, diags *diag.Diagnostics) {
+	core, err := r.clients.Core()
+	if err != nil {
+		connectionError(diags, err)
+		return
+	}
+	agg, _ := r.clients.Aggregator()
+	apiservices := agg.ApiregistrationV1()
+	name := plan.APIServiceName.ValueString()
+
+	live, err := cabundle.Get(ctx, apiservices, name)
+	if err != nil {
+		diags.AddAttributeError(path.Root("apiservice_name"), "APIService not found", err.Error())
+		return
+	}
+	if err := cabundle.CheckAPIService(live); err != nil {
+		diags.AddAttributeError(path.Root("apiservice_name"), "APIService cannot take a caBundle", err.Error())
+		return
+	}
+	src := plan.source()
+	var bundle []byte
+	if plan.inline() {
+		bundle = []byte(plan.CABundle.ValueString())
+	} else {
+		if bundle, err = cabundle.ReadSource(ctx, core, src); err != nil {
+			diags.AddAttributeError(path.Root("source"), "CA bundle source unavailable", err.Error())
+			return
+		}
+		_, findings := cabundle.Inspect(bundle, r.now())
+		if addFindings(diags, path.Root("source"), findings); diags.HasError() {
+			return
+		}
+	}
+	if _, _, err := cabundle.Ensure(ctx, apiservices, live, bundle, src, plan.options(true)); err != nil {
+		addApplyError(diags, err)
+		return
+	}
+
+	createdConfigMap := false
+	if plan.inline() {
+		existed, err := inlineExists(ctx, r, plan)
+		if err != nil {
+			diags.AddError("Cannot read inline CA bundle ConfigMap", err.Error())
+			return
+		}
+		if _, err := cabundle.EnsureInlineConfigMap(ctx, core, src.Namespace, name, bundle, plan.FieldManager.ValueString()); err != nil {
+			diags.AddAttributeError(path.Root("ca_bundle"), "Cannot store inline CA bundle", err.Error())
+			return
+		}
+		createdConfigMap = !existed
+	}
+	out, _, err := cabundle.Ensure(ctx, apiservices, live, bundle, src, plan.options(false))
+	if err != nil {
+		if createdConfigMap { // leave nothing half-written behind
+			_ = cabundle.DeleteInlineConfigMap(ctx, core, src.Namespace, name)
+		}
+		addApplyError(diags, err)
+		return
+	}
+
+	if prior != nil {
+		if old := prior.FieldManager.ValueString(); old != plan.FieldManager.ValueString() {
+			if err := cabundle.Release(ctx, apiservices, name, old); err != nil {
+				diags.AddWarning("Previous field manager not released", fmt.Sprintf("release field manager %q: %v", old, err))
+			}
+		}
+		if prior.inline() && !plan.inline() {
+			if err := cabundle.DeleteInlineConfigMap(ctx, core, prior.BundleNamespace.ValueString(), name); err != nil {
+				diags.AddWarning("Inline CA bundle ConfigMap not deleted", err.Error())
+			}
+		}
+	}
+	plan.ID = types.StringValue(name)
+	plan.CABundleSource = types.StringValue(out.Annotations[cabundle.SourceAnnotation])
+	plan.setBundle(out.Spec.CABundle, r.now())
+}
+
+func inlineExists(ctx context.Context, r *apiServiceCABundleResource, m *apiServiceCABundleModel) (bool, error) {
+	core, err := r.clients.Core()
+	if err != nil {
+		return false, err
+	}
+	src := m.source()
+	_, err = core.CoreV1().ConfigMaps(src.Namespace).Get(ctx, src.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (r *apiServiceCABundleResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state apiServiceCABundleModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	core, err := r.clients.Core()
+	if err != nil {
+		connectionError(&resp.Diagnostics, err)
+		return
+	}
+	agg, _ := r.clients.Aggregator()
+	name := state.APIServiceName.ValueString()
+	if err := cabundle.Release(ctx, agg.ApiregistrationV1(), name, state.FieldManager.ValueString()); err != nil {
+		resp.Diagnostics.AddError("Cannot release caBundle", err.Error())
+		return
+	}
+	if state.inline() {
+		if err := cabundle.DeleteInlineConfigMap(ctx, core, state.BundleNamespace.ValueString(), name); err != nil {
+			resp.Diagnostics.AddError("Cannot delete inline CA bundle ConfigMap", err.Error())
+		}
+	}
+}
+
+func (r *apiServiceCABundleResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("apiservice_name"), req.ID)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+}
+
+func addApplyError(diags *diag.Diagnostics, err error) {
+	if errors.Is(err, cabundle.ErrConflict) {
+		diags.AddAttributeError(path.Root("force_conflicts"), "caBundle owned by another field manager", err.Error())
+		return
+	}
+	diags.AddError("Cannot apply caBundle", err.Error())
+}
+
+// addFindings turns bundle findings into diagnostics on attribute p.
+func addFindings(diags *diag.Diagnostics, p path.Path, findings []cabundle.Finding) {
+	for _, f := range findings {
+		if f.Severity == cabundle.Error {
+			diags.AddAttributeError(p, f.Summary, f.Detail)
+		} else {
+			diags.AddAttributeWarning(p, f.Summary, f.Detail)
+		}
+	}
+}
