@@ -102,8 +102,8 @@ func (m *apiServiceCABundleModel) setBundleUnknown() {
 	m.NotAfter = types.StringUnknown()
 }
 
-func (m *apiServiceCABundleModel) options(dryRun bool) cabundle.ApplyOptions {
-	return cabundle.ApplyOptions{FieldManager: m.FieldManager.ValueString(), Force: m.ForceConflicts.ValueBool(), DryRun: dryRun}
+func (m *apiServiceCABundleModel) options() cabundle.ApplyOptions {
+	return cabundle.ApplyOptions{FieldManager: m.FieldManager.ValueString(), Force: m.ForceConflicts.ValueBool()}
 }
 
 func (r *apiServiceCABundleResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -153,7 +153,7 @@ func (r *apiServiceCABundleResource) Schema(_ context.Context, _ resource.Schema
 			"force_conflicts": schema.BoolAttribute{
 				Optional: true, Computed: true,
 				Default:             booldefault.StaticBool(false),
-				MarkdownDescription: "Take ownership of `spec.caBundle` when another field manager (an installer, a GitOps tool) owns it. Default `false`: such a conflict stops the apply and names the other manager.",
+				MarkdownDescription: "On create, take ownership of `spec.caBundle` when another field manager (an installer, a GitOps tool) already owns it. Default `false`: such a conflict stops the apply, writes nothing, and names the other manager. Once the resource manages the bundle, an out-of-band overwrite is drift and the next apply restores it regardless of this setting.",
 			},
 			"fingerprint_sha256": schema.StringAttribute{
 				Computed:            true,
@@ -175,15 +175,16 @@ func (r *apiServiceCABundleResource) Schema(_ context.Context, _ resource.Schema
 		Blocks: map[string]schema.Block{
 			"source": schema.SingleNestedBlock{
 				MarkdownDescription: "The Secret or ConfigMap key that holds the PEM bundle, e.g. the `ca.crt` of a Secret that cert-manager keeps. " +
-					"It must exist at apply time and is never modified. Exactly one of `ca_bundle` and `source`.",
+					"It must exist at apply time and is never modified. Exactly one of `ca_bundle` and `source`; all four attributes are required.",
+				Validators: []validator.Object{requiredInBlock{"kind", "namespace", "name", "key"}},
 				Attributes: map[string]schema.Attribute{
 					"kind": schema.StringAttribute{
-						Required: true, MarkdownDescription: "`Secret` or `ConfigMap`.",
+						Optional: true, MarkdownDescription: "`Secret` or `ConfigMap`.",
 						Validators: []validator.String{stringvalidator.OneOf(cabundle.KindSecret, cabundle.KindConfigMap)},
 					},
-					"namespace": schema.StringAttribute{Required: true, MarkdownDescription: "Namespace of the object.", Validators: []validator.String{namespaceName}},
-					"name":      schema.StringAttribute{Required: true, MarkdownDescription: "Name of the object.", Validators: []validator.String{objectName}},
-					"key":       schema.StringAttribute{Required: true, MarkdownDescription: "Key in `data` (or a ConfigMap's `binaryData`) holding the PEM, e.g. `ca.crt`.", Validators: []validator.String{dataKey}},
+					"namespace": schema.StringAttribute{Optional: true, MarkdownDescription: "Namespace of the object.", Validators: []validator.String{namespaceName}},
+					"name":      schema.StringAttribute{Optional: true, MarkdownDescription: "Name of the object.", Validators: []validator.String{objectName}},
+					"key":       schema.StringAttribute{Optional: true, MarkdownDescription: "Key in `data` (or a ConfigMap's `binaryData`) holding the PEM, e.g. `ca.crt`.", Validators: []validator.String{dataKey}},
 				},
 			},
 		},
@@ -420,7 +421,14 @@ func (r *apiServiceCABundleResource) write(ctx context.Context, plan, prior *api
 			return
 		}
 	}
-	if _, _, err := cabundle.Ensure(ctx, apiservices, live, bundle, src, plan.options(true)); err != nil {
+	// Once this resource manages the bundle, an out-of-band overwrite is
+	// drift to correct, not a conflict to report: force_conflicts only
+	// decides whether a create may take the field from another manager.
+	opts := plan.options()
+	opts.Force = opts.Force || prior != nil
+	dry := opts
+	dry.DryRun = true
+	if _, _, err := cabundle.Ensure(ctx, apiservices, live, bundle, src, dry); err != nil {
 		addApplyError(diags, err)
 		return
 	}
@@ -438,7 +446,7 @@ func (r *apiServiceCABundleResource) write(ctx context.Context, plan, prior *api
 		}
 		createdConfigMap = !existed
 	}
-	out, _, err := cabundle.Ensure(ctx, apiservices, live, bundle, src, plan.options(false))
+	out, _, err := cabundle.Ensure(ctx, apiservices, live, bundle, src, opts)
 	if err != nil {
 		if createdConfigMap { // leave nothing half-written behind
 			_ = cabundle.DeleteInlineConfigMap(ctx, core, src.Namespace, name)

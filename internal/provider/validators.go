@@ -61,3 +61,26 @@ func (v pemBundle) ValidateString(_ context.Context, req validator.StringRequest
 	_, findings := cabundle.Inspect([]byte(req.ConfigValue.ValueString()), v.now())
 	addFindings(&resp.Diagnostics, req.Path, findings)
 }
+
+// requiredInBlock makes attributes of a single nested block required when
+// the block is present (Required would also demand the absent block).
+type requiredInBlock []string
+
+func (v requiredInBlock) Description(context.Context) string {
+	return "when the block is set, " + strings.Join(v, ", ") + " are required"
+}
+
+func (v requiredInBlock) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (v requiredInBlock) ValidateObject(_ context.Context, req validator.ObjectRequest, resp *validator.ObjectResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	attrs := req.ConfigValue.Attributes()
+	for _, name := range v {
+		if a, ok := attrs[name]; !ok || a.IsNull() {
+			resp.Diagnostics.AddAttributeError(req.Path.AtName(name), "Missing required argument",
+				fmt.Sprintf("The argument %q is required in a %s block.", name, req.Path))
+		}
+	}
+}
