@@ -355,7 +355,9 @@ func TestAccAPIServiceCABundle_badInput(t *testing.T) {
 		_ = env.Clientset().CoreV1().ConfigMaps("default").Delete(context.Background(), "bad-input-ca", metav1.DeleteOptions{})
 	})
 	// The CLIs wrap diagnostics: a space in a pattern matches any whitespace.
-	wrapped := func(pattern string) *regexp.Regexp { return regexp.MustCompile(strings.ReplaceAll(pattern, " ", `\s+`)) }
+	wrapped := func(pattern string) *regexp.Regexp {
+		return regexp.MustCompile(strings.ReplaceAll(pattern, " ", `\s+`))
+	}
 	planOnly := func(config, wantErr string) resource.TestStep {
 		return resource.TestStep{Config: config, PlanOnly: true, ExpectError: wrapped(wantErr)}
 	}
