@@ -6,6 +6,7 @@ package devenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -60,6 +61,9 @@ func NewCLI(name, workDir, providerDir string) (*CLI, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := os.MkdirAll(workDir, 0o755); err != nil {
+		return nil, err
+	}
 	rc := filepath.Join(workDir, ".cli.tfrc")
 	conf := fmt.Sprintf(`provider_installation {
   dev_overrides {
@@ -87,7 +91,7 @@ func (c *CLI) Run(ctx context.Context, args ...string) (int, error) {
 	cmd.Stdout = orDiscard(c.Stdout)
 	cmd.Stderr = orDiscard(c.Stdout)
 	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 		return ee.ExitCode(), nil
 	}
 	if err != nil {

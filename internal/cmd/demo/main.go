@@ -1,0 +1,233 @@
+// Command demo is `make demo`: it starts the local control plane (etcd,
+// kube-apiserver, KMS v2 plugin), builds the provider, applies
+// examples/cluster-bootstrap with Terraform (or OpenTofu: DEMO_CLI=tofu),
+// corrupts the caBundle out of band, shows the next plan catching it,
+// restores it, destroys, and tears down. DEMO_KEEP=1 keeps the control
+// plane running at the end until Ctrl-C, for playing with its kubeconfig.
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
+)
+
+const apiserviceName = "v1alpha1.packages.demo.kmshealth.io"
+
+func main() {
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if err := run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "demo failed:", err)
+		os.Exit(1)
+	}
+}
+
+func step(format string, args ...any) {
+	fmt.Printf("\n\033[1m==> "+format+"\033[0m\n", args...)
+}
+
+func run(ctx context.Context) error {
+	cliName := os.Getenv("DEMO_CLI")
+	if cliName == "" {
+		cliName = "terraform"
+	}
+	step("Starting etcd, kube-apiserver and the KMS v2 test plugin (first run builds them: several minutes)")
+	env, err := testenv.Start(ctx)
+	if err != nil {
+		return err
+	}
+	defer env.Stop()
+	fmt.Printf("API server %s, Secrets encrypted through KMS v2 plugin %s\nkubeconfig: %s\n", env.Host, env.KMS.Endpoint(), env.Kubeconfig)
+
+	agg, err := aggregator.NewForConfig(env.RESTConfig())
+	if err != nil {
+		return err
+	}
+	apiservices := agg.ApiregistrationV1().APIServices()
+	step("Creating the aggregated APIService %s, as its installer would", apiserviceName)
+	port := int32(443)
+	if _, err := apiservices.Create(ctx, &apiregv1.APIService{
+		ObjectMeta: metav1.ObjectMeta{Name: apiserviceName},
+		Spec: apiregv1.APIServiceSpec{
+			Group: "packages.demo.kmshealth.io", Version: "v1alpha1", GroupPriorityMinimum: 1000, VersionPriority: 15,
+			Service: &apiregv1.ServiceReference{Namespace: "default", Name: "packages-api", Port: &port},
+		},
+	}, metav1.CreateOptions{FieldManager: "installer"}); err != nil {
+		return err
+	}
+
+	work, err := os.MkdirTemp("", "kmshealth-demo-")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(work) }()
+	step("Building the provider and pointing %s at it (dev_overrides)", cliName)
+	if _, err := devenv.BuildProvider(ctx, filepath.Join(work, "bin"), "demo"); err != nil {
+		return err
+	}
+	cli, err := devenv.NewCLI(cliName, filepath.Join(work, "root"), filepath.Join(work, "bin"))
+	if err != nil {
+		return err
+	}
+	cli.Stdout = os.Stdout
+	if err := copyModule(filepath.Join(devenv.Root(), "examples", "cluster-bootstrap"), cli.Dir); err != nil {
+		return err
+	}
+	ca, rogue := demoCA("demo packaging CA"), demoCA("a stale CA from an old installer")
+	vars, _ := json.Marshal(map[string]string{"kubeconfig_path": env.Kubeconfig, "apiservice_name": apiserviceName, "ca_bundle": ca})
+	if err := os.WriteFile(filepath.Join(cli.Dir, "demo.auto.tfvars.json"), vars, 0o600); err != nil {
+		return err
+	}
+
+	step("%s apply examples/cluster-bootstrap", cliName)
+	if err := runCLI(ctx, cli, 0, "apply", "-auto-approve", "-input=false", "-compact-warnings"); err != nil {
+		return err
+	}
+	if err := show(ctx, agg); err != nil {
+		return err
+	}
+
+	step("A plan right after apply is empty")
+	if err := runCLI(ctx, cli, 0, "plan", "-input=false", "-compact-warnings", "-detailed-exitcode"); err != nil {
+		return err
+	}
+
+	step("Out of band: an old installer pod overwrites spec.caBundle with a stale CA")
+	svc, err := apiservices.Get(ctx, apiserviceName, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	svc.Spec.CABundle = []byte(rogue)
+	if _, err := apiservices.Update(ctx, svc, metav1.UpdateOptions{FieldManager: "legacy-installer"}); err != nil {
+		return err
+	}
+	if err := show(ctx, agg); err != nil {
+		return err
+	}
+
+	step("%s plan catches the drift", cliName)
+	if err := runCLI(ctx, cli, 2, "plan", "-input=false", "-compact-warnings", "-detailed-exitcode"); err != nil {
+		return err
+	}
+
+	step("%s apply restores the bundle from its authoritative ConfigMap", cliName)
+	if err := runCLI(ctx, cli, 0, "apply", "-auto-approve", "-input=false", "-compact-warnings"); err != nil {
+		return err
+	}
+	if err := show(ctx, agg); err != nil {
+		return err
+	}
+
+	step("%s destroy releases the caBundle and the annotation and deletes the inline ConfigMap", cliName)
+	if err := runCLI(ctx, cli, 0, "destroy", "-auto-approve", "-input=false", "-compact-warnings"); err != nil {
+		return err
+	}
+	if err := show(ctx, agg); err != nil {
+		return err
+	}
+
+	if os.Getenv("DEMO_KEEP") != "" {
+		step("Control plane left running: export KUBECONFIG=%s (Ctrl-C to stop)", env.Kubeconfig)
+		<-ctx.Done()
+	}
+	step("Demo complete; tearing down")
+	return nil
+}
+
+// show prints what the API server holds for the demo APIService.
+func show(ctx context.Context, agg aggregator.Interface) error {
+	svc, err := agg.ApiregistrationV1().APIServices().Get(ctx, apiserviceName, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	owners := ""
+	for _, mf := range svc.ManagedFields {
+		owners += fmt.Sprintf(" %s(%s)", mf.Manager, mf.Operation)
+	}
+	fp := "(none)"
+	if len(svc.Spec.CABundle) > 0 {
+		fp = cabundle.Fingerprint(svc.Spec.CABundle)[:16] + "…"
+	}
+	subject := "(none)"
+	if b, _ := pem.Decode(svc.Spec.CABundle); b != nil {
+		if c, err := x509.ParseCertificate(b.Bytes); err == nil {
+			subject = c.Subject.CommonName
+		}
+	}
+	fmt.Printf("live APIService %s: caBundle sha256=%s CN=%q\n  annotation %s=%q\n  field managers:%s\n",
+		svc.Name, fp, subject, cabundle.SourceAnnotation, svc.Annotations[cabundle.SourceAnnotation], owners)
+	return nil
+}
+
+// runCLI runs the CLI and checks its exit code (plan -detailed-exitcode
+// exits 2 when there are changes).
+func runCLI(ctx context.Context, cli *devenv.CLI, want int, args ...string) error {
+	code, err := cli.Run(ctx, args...)
+	if err != nil {
+		return err
+	}
+	if code != want {
+		return fmt.Errorf("%s %v: exit code %d, want %d", cli.Name, args, code, want)
+	}
+	return nil
+}
+
+func copyModule(from, to string) error {
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		return err
+	}
+	files, err := filepath.Glob(filepath.Join(from, "*.tf"))
+	if err != nil || len(files) == 0 {
+		return errors.Join(fmt.Errorf("no .tf files in %s", from), err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(to, filepath.Base(f)), b, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// demoCA returns a fresh self-signed CA certificate in PEM.
+func demoCA(cn string) string {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(365 * 24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		panic(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Regenerates docs/ with tfplugindocs from the provider's schema, templates/
+# and examples/, and with --check fails when the checked-in docs/ differ.
+# The schema comes from `terraform providers schema -json` run against a
+# freshly built provider through dev_overrides: no registry, no download.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tfplugindocs=$(bash tools/install.sh tfplugindocs)
+terraform=$(bash tools/install.sh terraform)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+go build -o "$tmp/bin/terraform-provider-kmshealth" .
+cat >"$tmp/cli.tfrc" <<RC
+provider_installation {
+  dev_overrides { "registry.terraform.io/kmshealth/kmshealth" = "$tmp/bin" }
+  direct {}
+}
+RC
+mkdir "$tmp/root"
+echo 'terraform { required_providers { kmshealth = { source = "kmshealth/kmshealth" } } }' >"$tmp/root/main.tf"
+(cd "$tmp/root" && TF_CLI_CONFIG_FILE="$tmp/cli.tfrc" CHECKPOINT_DISABLE=1 "$terraform" providers schema -json >"$tmp/schema.json" 2>"$tmp/schema.err") ||
+  { cat "$tmp/schema.err" >&2; exit 1; }
+"$tfplugindocs" generate --provider-name kmshealth --providers-schema "$tmp/schema.json" >"$tmp/gen.log" 2>&1 ||
+  { cat "$tmp/gen.log" >&2; exit 1; }
+if [ "${1:-}" = --check ]; then
+  if [ -n "$(git status --porcelain -- docs/)" ]; then
+    git status --porcelain -- docs/
+    git --no-pager diff -- docs/ | head -50
+    echo "docs/ is stale: run 'make docs' and commit the result" >&2
+    exit 1
+  fi
+  echo "docs/ is up to date"
+fi

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs every TestAcc* once under one CLI (terraform or tofu) against the real
+# test API server, prints a one-line summary, and fails when a test failed,
+# when none ran, or when any was skipped: skipped acceptance tests are not
+# coverage.
+set -euo pipefail
+cli=${1:?usage: $0 terraform|tofu}
+cd "$(dirname "$0")/.."
+bin=$(bash tools/install.sh "$cli")
+KMSHEALTH_KUBE_TESTSERVER=$(bash tools/install.sh kube-testserver)
+export KMSHEALTH_KUBE_TESTSERVER
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+: >"$tmp/empty.tfrc"
+export TF_ACC=1 TF_ACC_TERRAFORM_PATH="$bin" TF_CLI_CONFIG_FILE="$tmp/empty.tfrc" CHECKPOINT_DISABLE=1
+if [ "$cli" = tofu ]; then
+  export TF_ACC_PROVIDER_NAMESPACE=hashicorp TF_ACC_PROVIDER_HOST=registry.opentofu.org
+fi
+version=$("$bin" version | head -1)
+start=$SECONDS
+set +e
+go test ./... -run '^TestAcc' -count=1 -v -timeout 40m >"$tmp/log" 2>&1
+status=$?
+set -e
+grep -E '^(--- (PASS|FAIL|SKIP)|ok |FAIL|panic:)' "$tmp/log" || true
+passed=$(grep -c '^--- PASS: TestAcc' "$tmp/log" || true)
+failed=$(grep -c '^--- FAIL' "$tmp/log" || true)
+skipped=$(grep -c -- '--- SKIP' "$tmp/log" || true)
+echo "acceptance under $version: $passed passed, $failed failed, $skipped skipped in $((SECONDS - start))s"
+if [ "$status" -ne 0 ] || [ "$failed" -ne 0 ]; then
+  echo "--- full log ---"; cat "$tmp/log"
+  exit 1
+fi
+if [ "$passed" -eq 0 ] || [ "$skipped" -ne 0 ]; then
+  echo "acceptance tests did not all run under $cli: none passed or some were skipped" >&2
+  exit 1
+fi
