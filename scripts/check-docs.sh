@@ -17,9 +17,17 @@ provider_installation {
 }
 RC
 mkdir "$tmp/root"
-echo 'terraform { required_providers { kmshealth = { source = "kmshealth/kmshealth" } } }' >"$tmp/root/main.tf"
-(cd "$tmp/root" && TF_CLI_CONFIG_FILE="$tmp/cli.tfrc" CHECKPOINT_DISABLE=1 "$terraform" providers schema -json >"$tmp/schema.json" 2>"$tmp/schema.err") ||
+cat >"$tmp/root/main.tf" <<'TF'
+terraform {
+  required_providers {
+    kmshealth = { source = "kmshealth/kmshealth" }
+  }
+}
+TF
+(cd "$tmp/root" && TF_CLI_CONFIG_FILE="$tmp/cli.tfrc" CHECKPOINT_DISABLE=1 "$terraform" providers schema -json -no-color >"$tmp/schema.json" 2>"$tmp/schema.err") ||
   { cat "$tmp/schema.err" >&2; exit 1; }
+# tfplugindocs looks the schema up by short name.
+sed -i 's#"registry.terraform.io/kmshealth/kmshealth"#"kmshealth"#' "$tmp/schema.json"
 "$tfplugindocs" generate --provider-name kmshealth --providers-schema "$tmp/schema.json" >"$tmp/gen.log" 2>&1 ||
   { cat "$tmp/gen.log" >&2; exit 1; }
 if [ "${1:-}" = --check ]; then

@@ -1,6 +1,6 @@
 # The CA comes from the Secret cert-manager keeps for the aggregated API's
-# serving certificate: when cert-manager rotates it, the next apply (or the
-# in-cluster reconciler, within a second) carries it to the APIService.
+# serving certificate: when cert-manager rotates it, the next plan shows the
+# new fingerprint and the apply carries it to the APIService.
 resource "kmshealth_apiservice_cabundle" "metrics" {
   apiservice_name = "v1beta1.metrics.k8s.io"
 
