@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
@@ -26,8 +28,9 @@ const (
 	// ManagedByLabel/ManagedByValue mark objects kmshealth created and may delete.
 	ManagedByLabel = "app.kubernetes.io/managed-by"
 	ManagedByValue = "kmshealth"
-	// BundleForLabel on an inline ConfigMap names the APIService it feeds.
-	BundleForLabel = "kmshealth.io/ca-bundle-for"
+	// BundleForAnnotation on an inline ConfigMap names the APIService it
+	// feeds (an annotation: APIService names outgrow label values).
+	BundleForAnnotation = "kmshealth.io/ca-bundle-for"
 	// InlineKey is the key of the bundle in an inline ConfigMap.
 	InlineKey = "ca.crt"
 	// DefaultBundleNamespace holds inline ConfigMaps unless told otherwise.
@@ -188,8 +191,12 @@ func apply(ctx context.Context, c apiregclient.APIServicesGetter, body apiServic
 	out, err := c.APIServices().Patch(ctx, body.Metadata.Name, types.ApplyPatchType, data,
 		metav1.PatchOptions{FieldManager: opts.FieldManager, Force: &opts.Force, DryRun: dryRun(opts.DryRun)})
 	switch {
+	case apierrors.IsConflict(err) && strings.Contains(err.Error(), "uid mismatch"):
+		// The UID precondition failed: the object we read is gone.
+		return nil, fmt.Errorf("APIService %q was deleted while being updated: %w", body.Metadata.Name,
+			apierrors.NewNotFound(apiregv1.Resource("apiservices"), body.Metadata.Name))
 	case apierrors.IsConflict(err):
-		return nil, fmt.Errorf("%w on APIService %q: %v; set force_conflicts = true to take ownership, or stop the other writer", ErrConflict, body.Metadata.Name, err)
+		return nil, fmt.Errorf("%w on APIService %q: %w; set force_conflicts = true to take ownership, or stop the other writer", ErrConflict, body.Metadata.Name, err)
 	case err != nil:
 		return nil, fmt.Errorf("server-side apply of APIService %q as %q: %w", body.Metadata.Name, opts.FieldManager, err)
 	}
@@ -216,11 +223,16 @@ func EnsureInlineConfigMap(ctx context.Context, core kubernetes.Interface, names
 			namespace, src.Name, ManagedByLabel, ManagedByValue)
 	case err != nil && !apierrors.IsNotFound(err):
 		return src, fmt.Errorf("read ConfigMap %s/%s: %w", namespace, src.Name, err)
-	case err == nil && bytes.Equal([]byte(existing.Data[InlineKey]), bundle) && existing.Labels[BundleForLabel] == apiservice:
+	case err == nil && bytes.Equal([]byte(existing.Data[InlineKey]), bundle) && existing.Annotations[BundleForAnnotation] == apiservice:
 		return src, nil
 	}
+	if msgs := validation.IsDNS1123Subdomain(src.Name); len(msgs) > 0 {
+		return src, fmt.Errorf("APIService name %q is too long for an inline ca_bundle (ConfigMap name %q: %s); keep the bundle in a Secret or ConfigMap and use source instead",
+			apiservice, src.Name, strings.Join(msgs, "; "))
+	}
 	ac := corev1ac.ConfigMap(src.Name, namespace).
-		WithLabels(map[string]string{ManagedByLabel: ManagedByValue, BundleForLabel: apiservice}).
+		WithLabels(map[string]string{ManagedByLabel: ManagedByValue}).
+		WithAnnotations(map[string]string{BundleForAnnotation: apiservice}).
 		WithData(map[string]string{InlineKey: string(bundle)})
 	if _, err := cms.Apply(ctx, ac, metav1.ApplyOptions{FieldManager: manager, Force: true}); err != nil {
 		return src, fmt.Errorf("write ConfigMap %s/%s: %w", namespace, src.Name, err)

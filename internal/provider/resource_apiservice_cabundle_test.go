@@ -411,3 +411,38 @@ func TestAccAPIServiceCABundle_emptyProviderConfig(t *testing.T) {
 		}},
 	})
 }
+
+// TestAccAPIServiceCABundle_unknownProviderConfig plans with a provider
+// configuration that is known only after apply (as when the cluster is
+// created in the same run): the plan must not fail, and the apply must
+// work once the value is known.
+func TestAccAPIServiceCABundle_unknownProviderConfig(t *testing.T) {
+	name := createAPIService(t, uniqueName(t)+".example.com", apiServiceOpts{})
+	ca := newCertPEM(t, "ca", certOpts{})
+	config := fmt.Sprintf(`
+resource "terraform_data" "cluster" {
+  input = %q
+}
+
+provider "kmshealth" {
+  # terraform_data.cluster.id is unknown until apply.
+  config_path = terraform_data.cluster.id == "" ? "" : terraform_data.cluster.output
+}
+
+resource "kmshealth_apiservice_cabundle" "test" {
+  apiservice_name = %q
+  ca_bundle       = %q
+}
+`, env.Kubeconfig, name, ca)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6,
+		CheckDestroy:             checkReleased(t, name),
+		Steps: []resource.TestStep{{
+			Config: config,
+			Check: resource.ComposeAggregateTestCheckFunc(
+				resource.TestCheckResourceAttr(addr, "fingerprint_sha256", cabundle.Fingerprint([]byte(ca))),
+				checkLive(t, name, ca, "ConfigMap/kube-system/"+cabundle.InlineConfigMapName(name)+"/ca.crt"),
+			),
+		}},
+	})
+}
