@@ -305,7 +305,7 @@ func TestRESTConfig(t *testing.T) {
 		if err != nil {
 			t.Fatalf("RESTConfig() unexpected error: %v", err)
 		}
-		if !got.TLSClientConfig.Insecure {
+		if !got.Insecure {
 			t.Error("RESTConfig() TLSClientConfig.Insecure = false, want true")
 		}
 	})
@@ -367,7 +367,7 @@ func TestLazy(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, second := l.RESTConfig()
-		if got != nil || second != first {
+		if got != nil || !errors.Is(second, first) {
 			t.Errorf("second RESTConfig() = %v, %v, want nil and the first error %v", got, second, first)
 		}
 	})
