@@ -76,7 +76,7 @@ func checkReleased(t *testing.T, apiservice string) resource.TestCheckFunc {
 		}
 		_, err := env.Clientset().CoreV1().ConfigMaps("kube-system").Get(context.Background(), cabundle.InlineConfigMapName(apiservice), metav1.GetOptions{})
 		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("inline ConfigMap still there after destroy (err=%v)", err)
+			return fmt.Errorf("inline ConfigMap still there after destroy (err=%w)", err)
 		}
 		return nil
 	}
@@ -191,7 +191,7 @@ func TestAccAPIServiceCABundle_secretSource(t *testing.T) {
 			func(*terraform.State) error { // the user's Secret is never touched
 				s, err := secrets.Get(context.Background(), secretName, metav1.GetOptions{})
 				if err != nil || string(s.Data["ca.crt"]) != ca2 {
-					return fmt.Errorf("source Secret changed or gone after destroy: %v", err)
+					return fmt.Errorf("source Secret changed or gone after destroy: %w", err)
 				}
 				return nil
 			},
@@ -262,7 +262,7 @@ func TestAccAPIServiceCABundle_switchInlineToSource(t *testing.T) {
 					func(*terraform.State) error {
 						_, err := env.Clientset().CoreV1().ConfigMaps("kube-system").Get(context.Background(), cabundle.InlineConfigMapName(name), metav1.GetOptions{})
 						if !apierrors.IsNotFound(err) {
-							return fmt.Errorf("inline ConfigMap kept after switching to source (err=%v)", err)
+							return fmt.Errorf("inline ConfigMap kept after switching to source (err=%w)", err)
 						}
 						for _, mf := range getAPIService(t, name).ManagedFields {
 							if mf.Manager == "platform-team" {
