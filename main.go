@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/provider"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconciler"
 )
 
 // version is set at build time: -ldflags "-X main.version=v1.2.3". The
@@ -43,7 +44,9 @@ func runMode(mode string, args []string) int {
 	case "version", "--version":
 		fmt.Println(version)
 		return 0
-	case "reconcile", "report":
+	case "reconcile":
+		return reconciler.Main(version, args)
+	case "report":
 		fmt.Fprintf(os.Stderr, "terraform-provider-kmshealth %s: mode %q is not available in this version\n", version, mode)
 		return 2
 	default:

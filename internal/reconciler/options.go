@@ -1,0 +1,100 @@
+// Package reconciler is the `reconcile` mode of the provider binary: watch-
+// driven controllers that keep what the provider applied true between
+// applies, behind leader election, with health probes and Prometheus
+// metrics. The controllers call the same internal/<concern> functions, with
+// the same field manager, as the Terraform resources.
+package reconciler
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+)
+
+// Options are the reconcile mode's flags. Validate runs before anything
+// starts.
+type Options struct {
+	Kubeconfig             string
+	Namespace              string // where the leader-election Lease lives
+	LeaderElect            bool
+	LeaseName              string
+	LeaseDuration          time.Duration
+	RenewDeadline          time.Duration
+	RetryPeriod            time.Duration
+	Identity               string
+	MetricsBindAddress     string
+	HealthProbeBindAddress string
+	FieldManager           string
+	Workers                int
+}
+
+// DefaultNamespace is used when neither --namespace nor POD_NAMESPACE is set.
+const DefaultNamespace = "kmshealth-system"
+
+// Bind registers the flags on fs, with defaults.
+func (o *Options) Bind(fs *flag.FlagSet) {
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" {
+		ns = DefaultNamespace
+	}
+	host, _ := os.Hostname()
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means in-cluster configuration")
+	fs.StringVar(&o.Namespace, "namespace", ns, "namespace of the leader-election Lease (default $POD_NAMESPACE)")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader on a Lease; only the leader writes")
+	fs.StringVar(&o.LeaseName, "leader-elect-lease-name", "kmshealth-reconciler", "name of the leader-election Lease")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a lease is valid without renewal; a dead leader is replaced within this")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader retries renewing before it steps down")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "interval between leader-election attempts")
+	fs.StringVar(&o.Identity, "leader-elect-identity", host+"_"+fmt.Sprint(os.Getpid()), "this replica's identity in the Lease")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", `address for /metrics; "0" disables it`)
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", `address for /healthz and /readyz; "0" disables it`)
+	fs.StringVar(&o.FieldManager, "field-manager", cabundle.DefaultFieldManager, "server-side apply field manager; must match the provider's")
+	fs.IntVar(&o.Workers, "workers", 2, "concurrent reconciles")
+}
+
+// Validate reports every bad flag at once, each naming the flag.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.Kubeconfig != "" {
+		if _, err := os.Stat(o.Kubeconfig); err != nil {
+			errs = append(errs, fmt.Errorf("--kubeconfig: %w", err))
+		}
+	}
+	if o.LeaderElect {
+		for _, m := range validation.IsDNS1123Label(o.Namespace) {
+			errs = append(errs, fmt.Errorf("--namespace=%q: %s", o.Namespace, m))
+		}
+		for _, m := range validation.IsDNS1123Subdomain(o.LeaseName) {
+			errs = append(errs, fmt.Errorf("--leader-elect-lease-name=%q: %s", o.LeaseName, m))
+		}
+		if o.RetryPeriod <= 0 || o.RenewDeadline <= o.RetryPeriod || o.LeaseDuration <= o.RenewDeadline {
+			errs = append(errs, fmt.Errorf("--leader-elect-lease-duration (%s) > --leader-elect-renew-deadline (%s) > --leader-elect-retry-period (%s) > 0 must hold",
+				o.LeaseDuration, o.RenewDeadline, o.RetryPeriod))
+		}
+		if o.Identity == "" {
+			errs = append(errs, errors.New("--leader-elect-identity: must not be empty"))
+		}
+	}
+	for flagName, addr := range map[string]string{"--metrics-bind-address": o.MetricsBindAddress, "--health-probe-bind-address": o.HealthProbeBindAddress} {
+		if addr == "0" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: want host:port, :port or 0: %w", flagName, addr, err))
+		}
+	}
+	if o.FieldManager == "" || len(o.FieldManager) > 128 {
+		errs = append(errs, fmt.Errorf("--field-manager=%q: must be 1 to 128 characters", o.FieldManager))
+	}
+	if o.Workers < 1 {
+		errs = append(errs, fmt.Errorf("--workers=%d: must be at least 1", o.Workers))
+	}
+	return errors.Join(errs...)
+}

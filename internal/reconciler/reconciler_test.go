@@ -1,0 +1,218 @@
+package reconciler
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+const (
+	restoreLimit = 10 * time.Second // acceptance line is 100 ms; this only bounds a hung test
+	patchSeries  = `kmshealth_kube_api_requests_total{resource="apiservices",verb="PATCH"}`
+)
+
+func TestReconcileRestoresDrift(t *testing.T) {
+	name := unique(t)
+	good, bad := newCA(t, "good"), newCA(t, "stale")
+	managed(t, name, good)
+	p := startReconciler(t, "--leader-elect=false")
+
+	for i := range 3 {
+		corrupt(t, apiserviceName(name), bad)
+		took := waitForBundle(t, apiserviceName(name), good, restoreLimit)
+		t.Logf("corruption %d restored after %s", i+1, took)
+	}
+	if got := p.metric(t, "kmshealth_cabundle_corrections_total"); got != 3 {
+		t.Errorf("kmshealth_cabundle_corrections_total = %v, want 3", got)
+	}
+	ev := waitForEvent(t, apiserviceName(name), ReasonRestored, 5*time.Second)
+	if !strings.Contains(ev.Message, "ConfigMap/default/"+name+"-ca/ca.crt") {
+		t.Errorf("event message %q does not name the source", ev.Message)
+	}
+	if age := p.metric(t, "kmshealth_last_successful_sync_age_seconds"); age < 0 || age > 60 {
+		t.Errorf("kmshealth_last_successful_sync_age_seconds = %v, want a recent sync", age)
+	}
+}
+
+func TestReconcileNoWriteWithoutDrift(t *testing.T) {
+	name, sentinel := unique(t), unique(t)+"-sentinel"
+	good := newCA(t, "good")
+	src := managed(t, name, good)
+	managed(t, sentinel, good)
+	p := startReconciler(t, "--leader-elect=false", "--workers=1")
+	// A reconciler that starts on in-sync objects writes nothing.
+	waitForBundle(t, apiserviceName(name), good, restoreLimit)
+	if got := p.metric(t, patchSeries); got != 0 {
+		t.Fatalf("%d PATCH requests at start-up with nothing drifted", int(got))
+	}
+
+	// Events that change nothing the reconciler owns: a label on the
+	// APIService, an unrelated key in the source.
+	ctx := context.Background()
+	apis := agg(t).ApiregistrationV1().APIServices()
+	if _, err := apis.Patch(ctx, apiserviceName(name), types.MergePatchType, []byte(`{"metadata":{"labels":{"touched":"yes"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cms := env.Clientset().CoreV1().ConfigMaps("default")
+	if _, err := cms.Patch(ctx, src.Name, types.MergePatchType, []byte(`{"data":{"unrelated":"x"}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// With one worker the queue is FIFO: once a later drift is restored,
+	// the earlier events have been handled.
+	time.Sleep(200 * time.Millisecond)
+	corrupt(t, apiserviceName(sentinel), newCA(t, "stale"))
+	waitForBundle(t, apiserviceName(sentinel), good, restoreLimit)
+
+	if got := p.metric(t, patchSeries); got != 1 {
+		t.Errorf("%v PATCH requests, want exactly 1 (the sentinel's restore)", got)
+	}
+	if got := p.metric(t, "kmshealth_cabundle_corrections_total"); got != 1 {
+		t.Errorf("kmshealth_cabundle_corrections_total = %v, want 1", got)
+	}
+}
+
+func TestReconcileSourceRotation(t *testing.T) {
+	name := unique(t)
+	old, rotated := newCA(t, "old"), newCA(t, "rotated")
+	src := managed(t, name, old)
+	startReconciler(t, "--leader-elect=false")
+
+	cms := env.Clientset().CoreV1().ConfigMaps("default")
+	cm, err := cms.Get(context.Background(), src.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["ca.crt"] = string(old) + string(rotated) // overlap during rotation
+	if _, err := cms.Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	took := waitForBundle(t, apiserviceName(name), append(bytes.Clone(old), rotated...), restoreLimit)
+	t.Logf("rotation propagated after %s", took)
+}
+
+func TestReconcileInvalidSourceLeavesBundle(t *testing.T) {
+	name := unique(t)
+	good := newCA(t, "good")
+	src := managed(t, name, good)
+	p := startReconciler(t, "--leader-elect=false")
+
+	cms := env.Clientset().CoreV1().ConfigMaps("default")
+	cm, err := cms.Get(context.Background(), src.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["ca.crt"] = "-----BEGIN CERTIFICATE-----\ngarbage\n-----END CERTIFICATE-----\n"
+	if _, err := cms.Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForEvent(t, apiserviceName(name), ReasonSourceInvalid, 10*time.Second)
+
+	if err := cms.Delete(context.Background(), src.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForEvent(t, apiserviceName(name), ReasonSourceMissing, 10*time.Second)
+
+	live, err := agg(t).ApiregistrationV1().APIServices().Get(context.Background(), apiserviceName(name), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(live.Spec.CABundle, good) {
+		t.Errorf("an invalid or missing source changed the live caBundle to %.60q", live.Spec.CABundle)
+	}
+	if got := p.metric(t, patchSeries); got != 0 {
+		t.Errorf("%v PATCH requests for an invalid source, want 0", got)
+	}
+	for _, reason := range []string{"source_invalid", "source_missing"} {
+		if got := p.metric(t, `kmshealth_reconcile_errors_total{reason="`+reason+`"}`); got < 1 {
+			t.Errorf("kmshealth_reconcile_errors_total{reason=%q} = %v, want >= 1", reason, got)
+		}
+	}
+}
+
+func TestReconcileLeaderElection(t *testing.T) {
+	name := unique(t)
+	good, bad := newCA(t, "good"), newCA(t, "stale")
+	managed(t, name, good)
+	lease := []string{"--leader-elect=true", "--leader-elect-lease-name=" + name,
+		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"}
+	a := startReconciler(t, append(lease, "--leader-elect-identity=a")...)
+	b := startReconciler(t, append(lease, "--leader-elect-identity=b")...)
+	replicas := map[string]*reconcilerProcess{"a": a, "b": b}
+
+	leader := waitForLeader(t, name, "", 15*time.Second)
+	for range 5 {
+		corrupt(t, apiserviceName(name), bad)
+		waitForBundle(t, apiserviceName(name), good, restoreLimit)
+	}
+	follower := map[string]string{"a": "b", "b": "a"}[leader]
+	if got := replicas[leader].metric(t, "kmshealth_cabundle_corrections_total"); got != 5 {
+		t.Errorf("leader %s corrected %v times, want 5", leader, got)
+	}
+	if got := replicas[follower].metric(t, patchSeries); got != 0 {
+		t.Errorf("follower %s sent %v PATCH requests, want 0: only the leader writes", follower, got)
+	}
+
+	// Kill the leader without letting it release the Lease.
+	killed := time.Now()
+	_ = replicas[leader].cmd.Process.Signal(syscall.SIGKILL)
+	<-replicas[leader].done
+	newLeader := waitForLeader(t, name, leader, 20*time.Second)
+	t.Logf("leader %s killed; %s took over after %s (lease duration 4s)", leader, newLeader, time.Since(killed).Round(10*time.Millisecond))
+	corrupt(t, apiserviceName(name), bad)
+	waitForBundle(t, apiserviceName(name), good, restoreLimit)
+	if got := replicas[newLeader].metric(t, "kmshealth_cabundle_corrections_total"); got != 1 {
+		t.Errorf("new leader corrected %v times, want 1", got)
+	}
+}
+
+// waitForLeader watches the Lease until a holder other than not holds it.
+func waitForLeader(t *testing.T, lease, not string, limit time.Duration) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	leases := env.Clientset().CoordinationV1().Leases("default")
+	for ctx.Err() == nil {
+		w, err := leases.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + lease})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ev := range w.ResultChan() {
+			l, ok := ev.Object.(*coordinationv1.Lease)
+			if !ok || l.Spec.HolderIdentity == nil {
+				continue
+			}
+			if holder := *l.Spec.HolderIdentity; holder != "" && holder != not {
+				w.Stop()
+				return holder
+			}
+		}
+	}
+	t.Fatalf("no new leader on Lease %s within %s", lease, limit)
+	return ""
+}
+
+func TestReconcileSurvivesAPIServerRestart(t *testing.T) {
+	name := unique(t)
+	good, bad := newCA(t, "good"), newCA(t, "stale")
+	managed(t, name, good)
+	p := startReconciler(t, "--leader-elect=true", "--leader-elect-lease-name="+name,
+		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms")
+	waitForLeader(t, name, "", 15*time.Second)
+
+	if err := env.RestartAPIServer(context.Background(), func() { time.Sleep(5 * time.Second) }); err != nil {
+		t.Fatal(err)
+	}
+	if !p.running() {
+		t.Fatalf("reconciler exited during the API server restart:\n%s", p.log.String())
+	}
+	corrupt(t, apiserviceName(name), bad)
+	took := waitForBundle(t, apiserviceName(name), good, 30*time.Second)
+	t.Logf("after the restart, drift restored in %s", took)
+}

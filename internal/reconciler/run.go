@@ -1,0 +1,186 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
+)
+
+// Main is `terraform-provider-kmshealth reconcile [flags]`; it returns the
+// process exit code.
+func Main(version string, args []string) int {
+	fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
+	var o Options
+	o.Bind(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if err := o.Validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "reconcile: invalid flags:\n%v\n", err)
+		return 2
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("component", "kmshealth-reconciler", "version", version)
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer cancel()
+	if err := Run(ctx, o, version, log); err != nil {
+		log.Error("reconciler stopped", "error", err.Error())
+		return 1
+	}
+	return 0
+}
+
+// Run runs the reconciler until ctx ends, then releases the Lease.
+func Run(ctx context.Context, o Options, version string, log *slog.Logger) error {
+	m := newMetrics()
+	cfg, err := restConfig(o.Kubeconfig, "kmshealth-reconciler/"+version)
+	if err != nil {
+		return err
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(m.countRequests)
+	core, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	agg, err := aggregator.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = apiregv1.AddToScheme(scheme)
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: core.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	events := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "kmshealth-reconciler"})
+
+	ctl := newCABundleController(core, agg, events, m, o.FieldManager, log)
+	defer ctl.shutdown()
+	ctl.start(ctx)
+
+	if err := serve(ctx, o.HealthProbeBindAddress, healthMux(ctl.hasSynced), log); err != nil {
+		return err
+	}
+	metricsMux := http.NewServeMux()
+	metricsMux.Handle("/metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
+	if err := serve(ctx, o.MetricsBindAddress, metricsMux, log); err != nil {
+		return err
+	}
+	log.Info("started", "leaderElect", o.LeaderElect, "identity", o.Identity)
+
+	lead := func(ctx context.Context) {
+		m.leader.Set(1)
+		defer m.leader.Set(0)
+		ctl.run(ctx, o.Workers)
+	}
+	if !o.LeaderElect {
+		lead(ctx)
+		return nil
+	}
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metaFor(o.LeaseName, o.Namespace),
+		Client:     core.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: o.Identity},
+	}
+	// Losing the lease (e.g. while the API server restarts) makes this
+	// replica a candidate again instead of exiting: its caches stay warm.
+	for ctx.Err() == nil {
+		leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+			Lock:            lock,
+			LeaseDuration:   o.LeaseDuration,
+			RenewDeadline:   o.RenewDeadline,
+			RetryPeriod:     o.RetryPeriod,
+			ReleaseOnCancel: true,
+			Name:            o.LeaseName,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(ctx context.Context) {
+					log.Info("became leader", "identity", o.Identity)
+					lead(ctx)
+				},
+				OnStoppedLeading: func() { log.Info("stopped leading", "identity", o.Identity) },
+				OnNewLeader:      func(id string) { log.Info("leader", "identity", id) },
+			},
+		})
+	}
+	return nil
+}
+
+func restConfig(kubeconfig, userAgent string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("in-cluster configuration (pass --kubeconfig when running outside a pod): %w", err)
+		}
+		cfg.UserAgent, cfg.QPS, cfg.Burst = userAgent, 50, 100
+		return cfg, nil
+	}
+	return kube.Config{ConfigPath: kubeconfig}.RESTConfig(userAgent)
+}
+
+func healthMux(ready func() bool) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready() {
+			http.Error(w, "caches not synced", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	return mux
+}
+
+// serve listens now (so a bad address fails at start) and serves until ctx
+// ends. "0" disables.
+func serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
+	if addr == "0" {
+		return nil
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	go func() {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server", "address", addr, "error", err.Error())
+		}
+	}()
+	log.Info("serving", "address", l.Addr().String())
+	return nil
+}
+
+func metaFor(name, namespace string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: namespace}
+}
