@@ -191,4 +191,3 @@ func (c *caBundleController) fail(svc *apiregv1.APIService, reason, metricReason
 	c.events.Event(svc, corev1.EventTypeWarning, reason, err.Error())
 	c.log.Warn("caBundle not reconciled", "apiservice", svc.Name, "reason", reason, "error", err.Error())
 }
-
