@@ -45,7 +45,7 @@ type CLI struct {
 // path. version is injected the way a release build does.
 func BuildProvider(ctx context.Context, dir, version string) (string, error) {
 	bin := filepath.Join(dir, "terraform-provider-kmshealth")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-X main.version="+version, "-o", bin, ".")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w -X main.version="+version, "-o", bin, ".")
 	cmd.Dir = Root()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build provider: %w\n%s", err, out)

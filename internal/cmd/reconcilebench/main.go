@@ -1,0 +1,447 @@
+// Command reconcilebench measures the reconcile mode of the real binary
+// against the real test API server and prints figures (no pass/fail):
+//
+//	(a) drift-restore latency over -corruptions out-of-band overwrites;
+//	(b) API requests the reconciler sends during -idle with -apiservices
+//	    managed APIServices (writes and non-watch reads counted apart);
+//	(c) its RSS with -apiservices managed, then with -unrelated Secrets and
+//	    as many ConfigMaps present.
+//
+// Run by `make bench`.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
+)
+
+func main() {
+	corruptions := flag.Int("corruptions", 50, "out-of-band corruptions to time")
+	apiservices := flag.Int("apiservices", 200, "managed APIServices for the idle and RSS figures")
+	idle := flag.Duration("idle", 60*time.Second, "idle window")
+	unrelated := flag.Int("unrelated", 5000, "unrelated Secrets, and as many ConfigMaps, for the RSS figure")
+	flag.Parse()
+	if err := run(*corruptions, *apiservices, *idle, *unrelated); err != nil {
+		fmt.Fprintln(os.Stderr, "reconcilebench:", err)
+		os.Exit(1)
+	}
+}
+
+type bench struct {
+	env  *testenv.Env
+	core kubernetes.Interface
+	agg  aggregator.Interface
+	bin  string
+}
+
+func run(corruptions, apiservices int, idle time.Duration, unrelated int) error {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "kmshealth-reconcilebench-")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	bin, err := devenv.BuildProvider(ctx, dir, "bench")
+	if err != nil {
+		return err
+	}
+	env, err := testenv.Start(ctx)
+	if err != nil {
+		return err
+	}
+	defer env.Stop()
+	cfg := env.RESTConfig()
+	cfg.QPS, cfg.Burst = 1000, 2000
+	b := &bench{env: env, core: kubernetes.NewForConfigOrDie(cfg), agg: aggregator.NewForConfigOrDie(cfg), bin: bin}
+	version, _ := b.core.Discovery().ServerVersion()
+	fmt.Printf("reconcile mode benchmark: kube-apiserver %s, %d CPUs, %s, %s\n\n", version, runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format(time.RFC3339))
+
+	good := newCA("good")
+	names := make([]string, apiservices)
+	for i := range names {
+		if names[i], err = b.managed(ctx, fmt.Sprintf("b%03d", i), good); err != nil {
+			return err
+		}
+	}
+	p, err := b.start()
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+
+	// (a) restore latency.
+	lat, err := b.restoreLatency(ctx, names[0], good, corruptions)
+	if err != nil {
+		return err
+	}
+	slices.Sort(lat)
+	fmt.Printf("(a) drift restore, %d corruptions of one managed APIService (from the corrupting write's response to the watch event of the restored bundle)\n", len(lat))
+	fmt.Printf("    p50 %s  p99 %s  max %s\n\n", ms(pct(lat, 50)), ms(pct(lat, 99)), ms(lat[len(lat)-1]))
+
+	// (b) idle requests.
+	before, err := p.requests()
+	if err != nil {
+		return err
+	}
+	time.Sleep(idle)
+	after, err := p.requests()
+	if err != nil {
+		return err
+	}
+	var writes, reads, watches, lease float64
+	var detail []string
+	for k, v := range after {
+		d := v - before[k]
+		if d == 0 {
+			continue
+		}
+		detail = append(detail, fmt.Sprintf("%s %s=%v", k.verb, k.resource, d))
+		switch {
+		case k.resource == "leases":
+			lease += d
+		case k.verb == "WATCH":
+			watches += d
+		case k.verb == "GET":
+			reads += d
+		default:
+			writes += d
+		}
+	}
+	slices.Sort(detail)
+	fmt.Printf("(b) idle %s with %d managed APIServices (%d source watches): writes %v, non-watch reads %v, new watches %v (client-go re-opens watches on server timeout), leader-election lease requests %v\n",
+		idle, apiservices, apiservices, writes, reads, watches, lease)
+	fmt.Printf("    all requests in the window: %s\n\n", strings.Join(detail, ", "))
+
+	// (c) RSS.
+	rss1, err := rssMiB(p.cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := b.unrelated(ctx, unrelated); err != nil {
+		return err
+	}
+	created := time.Since(start)
+	time.Sleep(5 * time.Second) // let any (unwanted) watch traffic land
+	rss2, err := rssMiB(p.cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("(c) reconciler RSS: %.1f MiB with %d managed APIServices; %.1f MiB after creating %d unrelated Secrets and %d ConfigMaps (in %s)\n",
+		rss1, apiservices, rss2, unrelated, unrelated, created.Round(time.Second))
+	var parts []string
+	for _, f := range []string{"RssAnon", "RssFile"} {
+		if v, err := statusMiB(p.cmd.Process.Pid, f); err == nil {
+			parts = append(parts, fmt.Sprintf("%s %.1f MiB", f, v))
+		}
+	}
+	for _, s := range []string{"go_memstats_heap_inuse_bytes", "go_memstats_stack_inuse_bytes", "go_memstats_sys_bytes", "go_goroutines"} {
+		if v, err := p.series(s); err == nil {
+			if strings.HasSuffix(s, "_bytes") {
+				parts = append(parts, fmt.Sprintf("%s %.1f MiB", strings.TrimSuffix(strings.TrimPrefix(s, "go_memstats_"), "_bytes"), v/(1<<20)))
+			} else {
+				parts = append(parts, fmt.Sprintf("%s %v", strings.TrimPrefix(s, "go_"), v))
+			}
+		}
+	}
+	fmt.Printf("    at the end: %s\n", strings.Join(parts, ", "))
+	return nil
+}
+
+// managed creates an APIService with its own source ConfigMap and applies
+// the bundle the way the provider does.
+func (b *bench) managed(ctx context.Context, name string, bundle []byte) (string, error) {
+	src := cabundle.Source{Kind: cabundle.KindConfigMap, Namespace: "default", Name: name + "-ca", Key: "ca.crt"}
+	if _, err := b.core.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: src.Name}, Data: map[string]string{"ca.crt": string(bundle)}}, metav1.CreateOptions{}); err != nil {
+		return "", err
+	}
+	port := int32(443)
+	group := name + ".bench.example.com"
+	live, err := b.agg.ApiregistrationV1().APIServices().Create(ctx, &apiregv1.APIService{
+		ObjectMeta: metav1.ObjectMeta{Name: "v1." + group},
+		Spec: apiregv1.APIServiceSpec{Group: group, Version: "v1", GroupPriorityMinimum: 1000, VersionPriority: 15,
+			Service: &apiregv1.ServiceReference{Namespace: "default", Name: name, Port: &port}},
+	}, metav1.CreateOptions{FieldManager: "installer"})
+	if err != nil {
+		return "", err
+	}
+	_, _, err = cabundle.Ensure(ctx, b.agg.ApiregistrationV1(), live, bundle, src, cabundle.ApplyOptions{FieldManager: cabundle.DefaultFieldManager})
+	return live.Name, err
+}
+
+func (b *bench) restoreLatency(ctx context.Context, name string, good []byte, n int) ([]time.Duration, error) {
+	apis := b.agg.ApiregistrationV1().APIServices()
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	w, err := apis.Watch(ctx, metav1.ListOptions{FieldSelector: sel})
+	if err != nil {
+		return nil, err
+	}
+	defer w.Stop()
+	bad := newCA("stale")
+	var out []time.Duration
+	for range n {
+		svc, err := apis.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		svc.Spec.CABundle = bad
+		corrupted, err := apis.Update(ctx, svc, metav1.UpdateOptions{FieldManager: "legacy-installer"})
+		if err != nil {
+			return nil, err
+		}
+		start := time.Now()
+		after, _ := strconv.ParseInt(corrupted.ResourceVersion, 10, 64)
+		timeout := time.After(10 * time.Second)
+	wait:
+		for {
+			select {
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					return nil, errors.New("watch closed")
+				}
+				s, ok := ev.Object.(*apiregv1.APIService)
+				if !ok {
+					continue
+				}
+				// Only the write that follows the corruption counts (etcd
+				// revisions are ordered integers).
+				if rv, _ := strconv.ParseInt(s.ResourceVersion, 10, 64); rv > after && bytes.Equal(s.Spec.CABundle, good) {
+					out = append(out, time.Since(start))
+					break wait
+				}
+			case <-timeout:
+				return nil, fmt.Errorf("corruption not restored within 10s")
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return out, nil
+}
+
+func (b *bench) unrelated(ctx context.Context, n int) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	next := make(chan int)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				name := fmt.Sprintf("unrelated-%05d", i)
+				if _, err := b.core.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string][]byte{"k": bytes.Repeat([]byte("s"), 1024)}}, metav1.CreateOptions{}); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := b.core.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"k": strings.Repeat("c", 1024)}}, metav1.CreateOptions{}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := range n {
+		select {
+		case next <- i:
+		case err := <-errs:
+			close(next)
+			wg.Wait()
+			return err
+		}
+	}
+	close(next)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
+}
+
+type process struct {
+	cmd     *exec.Cmd
+	metrics string
+	done    chan struct{}
+}
+
+func (b *bench) start() (*process, error) {
+	addr := func() string {
+		l, _ := net.Listen("tcp", "127.0.0.1:0")
+		defer func() { _ = l.Close() }()
+		return l.Addr().String()
+	}
+	m, h := addr(), addr()
+	logf, err := os.Create(filepath.Join(b.env.Dir, "reconciler.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(b.bin, "reconcile", "--kubeconfig="+b.env.Kubeconfig, "--namespace=default", "--leader-elect=true",
+		"--metrics-bind-address="+m, "--health-probe-bind-address="+h)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &process{cmd: cmd, metrics: "http://" + m + "/metrics", done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) { // the process offers no watch for its own readiness
+		if resp, err := http.Get("http://" + h + "/readyz"); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				// Leading and all source watches synced: the leader metric is 1
+				// and the first reconcile pass has run.
+				time.Sleep(3 * time.Second)
+				return p, nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	p.stop()
+	return nil, errors.New("reconciler not ready within 60s")
+}
+
+func (p *process) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		_ = p.cmd.Process.Kill()
+	}
+}
+
+// series returns one unlabelled series' value from /metrics.
+func (p *process) series(name string) (float64, error) {
+	resp, err := http.Get(p.metrics)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return strconv.ParseFloat(v, 64)
+		}
+	}
+	return 0, fmt.Errorf("no series %s", name)
+}
+
+type requestKey struct{ verb, resource string }
+
+// requests scrapes kmshealth_kube_api_requests_total.
+func (p *process) requests() (map[requestKey]float64, error) {
+	resp, err := http.Get(p.metrics)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	out := map[requestKey]float64{}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "kmshealth_kube_api_requests_total{")
+		if !ok {
+			continue
+		}
+		labels, value, _ := strings.Cut(line, "} ")
+		var k requestKey
+		for _, kv := range strings.Split(labels, ",") {
+			key, val, _ := strings.Cut(kv, "=")
+			val = strings.Trim(val, `"`)
+			switch key {
+			case "verb":
+				k.verb = val
+			case "resource":
+				k.resource = val
+			}
+		}
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+func rssMiB(pid int) (float64, error) { return statusMiB(pid, "VmRSS") }
+
+// statusMiB reads one kB field of /proc/<pid>/status (VmRSS, RssAnon, RssFile).
+func statusMiB(pid int, field string) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb / 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
+}
+
+func pct(sorted []time.Duration, p int) time.Duration {
+	i := (len(sorted)*p+99)/100 - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+
+func newCA(cn string) []byte {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(365 * 24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		panic(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
