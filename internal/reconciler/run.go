@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -81,6 +82,10 @@ func Run(ctx context.Context, o Options, version string, log *slog.Logger) error
 
 	ctl := newCABundleController(core, agg, events, m, o.FieldManager, log)
 	defer ctl.shutdown()
+	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "kmshealth_cabundle_source_watches",
+		Help: "Source Secrets/ConfigMaps watched (one field-selected watch per object named by an APIService).",
+	}, func() float64 { return float64(ctl.sources.count()) }))
 	ctl.start(ctx)
 
 	if err := serve(ctx, o.HealthProbeBindAddress, healthMux(ctl.hasSynced), log); err != nil {
