@@ -2,8 +2,10 @@
 // kube-apiserver, KMS v2 plugin), builds the provider, applies
 // examples/cluster-bootstrap with Terraform (or OpenTofu: DEMO_CLI=tofu),
 // corrupts the caBundle out of band, shows the next plan catching it,
-// restores it, destroys, and tears down. DEMO_KEEP=1 keeps the control
-// plane running at the end until Ctrl-C, for playing with its kubeconfig.
+// restores it, then runs the same binary in reconcile mode and shows it
+// restoring corruptions within milliseconds, destroys, and tears down.
+// DEMO_KEEP=1 keeps the control plane running at the end until Ctrl-C, for
+// playing with its kubeconfig.
 package main
 
 import (
@@ -18,7 +20,9 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
@@ -140,6 +144,25 @@ func run(ctx context.Context) error {
 		return err
 	}
 
+	step("Running the same binary in reconcile mode (watch-driven, leader election on a Lease)")
+	rec, err := startReconciler(ctx, filepath.Join(work, "bin", "terraform-provider-kmshealth"), env)
+	if err != nil {
+		return err
+	}
+	for i := range 3 {
+		fmt.Printf("corruption %d: ", i+1)
+		took, err := corruptAndWait(ctx, agg, ca, rogue)
+		if err != nil {
+			rec.stop()
+			return err
+		}
+		fmt.Printf("restored by the reconciler after %s\n", took.Round(100*time.Microsecond))
+	}
+	rec.stop()
+	if err := show(ctx, agg); err != nil {
+		return err
+	}
+
 	step("%s destroy releases the caBundle and the annotation and deletes the inline ConfigMap", cliName)
 	if err := runCLI(ctx, cli, 0, "destroy", "-auto-approve", "-input=false", "-compact-warnings"); err != nil {
 		return err
@@ -230,4 +253,76 @@ func demoCA(cn string) string {
 		panic(err)
 	}
 	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+}
+
+type reconcilerProcess struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// startReconciler runs `terraform-provider-kmshealth reconcile` against the
+// demo control plane and waits for it to report ready.
+func startReconciler(ctx context.Context, bin string, env *testenv.Env) (*reconcilerProcess, error) {
+	logf, err := os.Create(filepath.Join(env.Dir, "reconciler.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, bin, "reconcile", "--kubeconfig="+env.Kubeconfig, "--namespace=default",
+		"--metrics-bind-address=127.0.0.1:18080", "--health-probe-bind-address=127.0.0.1:18081")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &reconcilerProcess{cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if resp, err := http.Get("http://127.0.0.1:18081/readyz"); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				fmt.Printf("reconciler ready: metrics on http://127.0.0.1:18080/metrics, log %s\n", logf.Name())
+				time.Sleep(time.Second) // let it win the Lease
+				return p, nil
+			}
+		}
+	}
+	p.stop()
+	return nil, fmt.Errorf("reconciler not ready within 30s; see %s", logf.Name())
+}
+
+func (p *reconcilerProcess) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		_ = p.cmd.Process.Kill()
+	}
+}
+
+// corruptAndWait overwrites the caBundle as a stale installer would and
+// watches until the reconciler has put good back.
+func corruptAndWait(ctx context.Context, agg aggregator.Interface, good, rogue string) (time.Duration, error) {
+	apis := agg.ApiregistrationV1().APIServices()
+	svc, err := apis.Get(ctx, apiserviceName, metav1.GetOptions{})
+	if err != nil {
+		return 0, err
+	}
+	svc.Spec.CABundle = []byte(rogue)
+	corrupted, err := apis.Update(ctx, svc, metav1.UpdateOptions{FieldManager: "legacy-installer"})
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	w, err := apis.Watch(wctx, metav1.ListOptions{FieldSelector: "metadata.name=" + apiserviceName, ResourceVersion: corrupted.ResourceVersion})
+	if err != nil {
+		return 0, err
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		if s, ok := ev.Object.(*apiregv1.APIService); ok && string(s.Spec.CABundle) == good {
+			return time.Since(start), nil
+		}
+	}
+	return 0, errors.New("caBundle not restored within 10s")
 }
