@@ -148,11 +148,11 @@ func (c *caBundleController) reconcile(ctx context.Context, name string) error {
 		c.fail(svc, ReasonSourceInvalid, "invalid_annotation", err)
 		return nil
 	}
-	informer := c.sources.use(*c.ctx.Load(), name, src)
-	if !informer.HasSynced() {
+	watch := c.sources.use(*c.ctx.Load(), name, src)
+	if !watch.synced() {
 		return nil // the watch's first list enqueues this APIService again
 	}
-	bundle, exists := read(informer, src)
+	bundle, exists := read(watch, src)
 	if !exists {
 		c.fail(svc, ReasonSourceMissing, "source_missing",
 			fmt.Errorf("%s %s/%s or its key %q does not exist; the live caBundle is left as it is", src.Kind, src.Namespace, src.Name, src.Key))

@@ -184,6 +184,24 @@ func (p *reconcilerProcess) metric(t testing.TB, series string) float64 {
 	return 0
 }
 
+// waitMetric waits until series equals want: a counter increments just
+// after the write it counts, which the test may observe first.
+func (p *reconcilerProcess) waitMetric(t testing.TB, series string, want float64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := p.metric(t, series)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%s = %v, want %v", series, got, want)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // newCA returns a fresh self-signed CA certificate in PEM.
 func newCA(t testing.TB, cn string) []byte {
 	t.Helper()

@@ -29,9 +29,7 @@ func TestReconcileRestoresDrift(t *testing.T) {
 		took := waitForBundle(t, apiserviceName(name), good, restoreLimit)
 		t.Logf("corruption %d restored after %s", i+1, took)
 	}
-	if got := p.metric(t, "kmshealth_cabundle_corrections_total"); got != 3 {
-		t.Errorf("kmshealth_cabundle_corrections_total = %v, want 3", got)
-	}
+	p.waitMetric(t, "kmshealth_cabundle_corrections_total", 3)
 	ev := waitForEvent(t, apiserviceName(name), ReasonRestored, 5*time.Second)
 	if !strings.Contains(ev.Message, "ConfigMap/default/"+name+"-ca/ca.crt") {
 		t.Errorf("event message %q does not name the source", ev.Message)
@@ -70,11 +68,10 @@ func TestReconcileNoWriteWithoutDrift(t *testing.T) {
 	corrupt(t, apiserviceName(sentinel), newCA(t, "stale"))
 	waitForBundle(t, apiserviceName(sentinel), good, restoreLimit)
 
+	// Exactly one write: the sentinel's restore.
+	p.waitMetric(t, "kmshealth_cabundle_corrections_total", 1)
 	if got := p.metric(t, patchSeries); got != 1 {
 		t.Errorf("%v PATCH requests, want exactly 1 (the sentinel's restore)", got)
-	}
-	if got := p.metric(t, "kmshealth_cabundle_corrections_total"); got != 1 {
-		t.Errorf("kmshealth_cabundle_corrections_total = %v, want 1", got)
 	}
 }
 
@@ -152,9 +149,7 @@ func TestReconcileLeaderElection(t *testing.T) {
 		waitForBundle(t, apiserviceName(name), good, restoreLimit)
 	}
 	follower := map[string]string{"a": "b", "b": "a"}[leader]
-	if got := replicas[leader].metric(t, "kmshealth_cabundle_corrections_total"); got != 5 {
-		t.Errorf("leader %s corrected %v times, want 5", leader, got)
-	}
+	replicas[leader].waitMetric(t, "kmshealth_cabundle_corrections_total", 5)
 	if got := replicas[follower].metric(t, patchSeries); got != 0 {
 		t.Errorf("follower %s sent %v PATCH requests, want 0: only the leader writes", follower, got)
 	}
@@ -167,9 +162,7 @@ func TestReconcileLeaderElection(t *testing.T) {
 	t.Logf("leader %s killed; %s took over after %s (lease duration 4s)", leader, newLeader, time.Since(killed).Round(10*time.Millisecond))
 	corrupt(t, apiserviceName(name), bad)
 	waitForBundle(t, apiserviceName(name), good, restoreLimit)
-	if got := replicas[newLeader].metric(t, "kmshealth_cabundle_corrections_total"); got != 1 {
-		t.Errorf("new leader corrected %v times, want 1", got)
-	}
+	replicas[newLeader].waitMetric(t, "kmshealth_cabundle_corrections_total", 1)
 }
 
 // waitForLeader watches the Lease until a holder other than not holds it.
