@@ -135,7 +135,7 @@ func (p *kmshealthProvider) Configure(ctx context.Context, req provider.Configur
 			resp.Deferred = &provider.Deferred{Reason: provider.DeferredReasonProviderConfigUnknown}
 			return
 		}
-		data := &Clients{unknown: true}
+		data := &Clients{unknown: true, Version: p.version}
 		resp.ResourceData, resp.DataSourceData = data, data
 		return
 	}
@@ -152,7 +152,7 @@ func (p *kmshealthProvider) Configure(ctx context.Context, req provider.Configur
 	if !m.Insecure.IsNull() {
 		merged.Insecure = m.Insecure.ValueBool() // an explicit false beats KUBE_INSECURE=true
 	}
-	data := &Clients{lazy: kube.NewLazy(merged, "terraform-provider-kmshealth/"+p.version)}
+	data := &Clients{lazy: kube.NewLazy(merged, "terraform-provider-kmshealth/"+p.version), Version: p.version}
 	resp.ResourceData, resp.DataSourceData = data, data
 }
 
@@ -186,7 +186,7 @@ func (m providerModel) kubeConfig(ctx context.Context) (kube.Config, diag.Diagno
 }
 
 func (p *kmshealthProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{NewAPIServiceCABundleResource}
+	return []func() resource.Resource{NewAPIServiceCABundleResource, NewReconcilerResource}
 }
 
 func (p *kmshealthProvider) DataSources(context.Context) []func() datasource.DataSource {
@@ -196,6 +196,9 @@ func (p *kmshealthProvider) DataSources(context.Context) []func() datasource.Dat
 // Clients is the provider data handed to resources: Kubernetes clients
 // built on first use, so a plan that needs no cluster never connects.
 type Clients struct {
+	// Version is the provider's version: the tag of the in-cluster image.
+	Version string
+
 	unknown bool // provider configuration not known yet (plan only)
 	lazy    *kube.Lazy
 

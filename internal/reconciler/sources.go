@@ -163,7 +163,9 @@ func read(w *sourceWatch, src cabundle.Source) (bundle []byte, exists bool) {
 
 // dropManagedFields keeps the cache to what a comparison needs.
 func dropManagedFields(obj any) (any, error) {
-	if m, ok := obj.(interface{ SetManagedFields([]metav1.ManagedFieldsEntry) }); ok {
+	if m, ok := obj.(interface {
+		SetManagedFields([]metav1.ManagedFieldsEntry)
+	}); ok {
 		m.SetManagedFields(nil)
 	}
 	return obj, nil

@@ -1,0 +1,43 @@
+# The caBundles the reconciler keeps true between applies: one resource per
+# aggregated API, each taking its CA from the Secret that holds it.
+resource "kmshealth_apiservice_cabundle" "this" {
+  for_each = {
+    "v1beta1.metrics.k8s.io"             = "metrics-server-tls"
+    "v1alpha1.data.packaging.carvel.dev" = "packaging-api-tls"
+  }
+
+  apiservice_name = each.key
+
+  source {
+    kind      = "Secret"
+    namespace = "kube-system"
+    name      = each.value
+    key       = "ca.crt"
+  }
+}
+
+# The reconciler, in a namespace of its own. It may read exactly the Secrets
+# named above (RBAC resourceNames) and no other Secret or ConfigMap.
+resource "kmshealth_reconciler" "this" {
+  namespace        = "kmshealth-system"
+  create_namespace = true
+
+  ca_bundle_sources = [for r in kmshealth_apiservice_cabundle.this : r.ca_bundle_source]
+
+  # Optional: the defaults are 2 replicas of
+  # ghcr.io/kmshealth/terraform-provider-kmshealth:<provider version>.
+  # image    = "registry.example.com/mirror/terraform-provider-kmshealth:v1.2.3"
+  # replicas = 3
+
+  # Wait until the pods are available (needs nodes that can run them).
+  wait_for_rollout = true
+  timeouts {
+    create = "5m"
+    update = "5m"
+  }
+}
+
+# Prometheus scrapes http://<metrics_service>.<namespace>.svc:8080/metrics.
+output "reconciler_metrics_service" {
+  value = "${kmshealth_reconciler.this.metrics_service}.${kmshealth_reconciler.this.namespace}.svc"
+}

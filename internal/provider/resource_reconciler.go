@@ -1,0 +1,515 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/setdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	k8sresource "k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconcilerinstall"
+)
+
+var (
+	_ resource.ResourceWithConfigure      = (*reconcilerResource)(nil)
+	_ resource.ResourceWithValidateConfig = (*reconcilerResource)(nil)
+	_ resource.ResourceWithModifyPlan     = (*reconcilerResource)(nil)
+	_ resource.ResourceWithImportState    = (*reconcilerResource)(nil)
+)
+
+// defaultRolloutTimeout bounds wait_for_rollout unless timeouts says otherwise.
+const defaultRolloutTimeout = 10 * time.Minute
+
+// NewReconcilerResource is the factory of kmshealth_reconciler.
+func NewReconcilerResource() resource.Resource { return &reconcilerResource{} }
+
+type reconcilerResource struct {
+	clients *Clients
+}
+
+type reconcilerModel struct {
+	ID              types.String   `tfsdk:"id"`
+	Namespace       types.String   `tfsdk:"namespace"`
+	Name            types.String   `tfsdk:"name"`
+	CreateNamespace types.Bool     `tfsdk:"create_namespace"`
+	Image           types.String   `tfsdk:"image"`
+	Replicas        types.Int64    `tfsdk:"replicas"`
+	CABundleSources types.Set      `tfsdk:"ca_bundle_sources"`
+	CPURequest      types.String   `tfsdk:"cpu_request"`
+	MemoryRequest   types.String   `tfsdk:"memory_request"`
+	MemoryLimit     types.String   `tfsdk:"memory_limit"`
+	WaitForRollout  types.Bool     `tfsdk:"wait_for_rollout"`
+	ServiceAccount  types.String   `tfsdk:"service_account"`
+	ClusterRole     types.String   `tfsdk:"cluster_role"`
+	MetricsService  types.String   `tfsdk:"metrics_service"`
+	ObjectsInSync   types.Bool     `tfsdk:"objects_in_sync"`
+	Timeouts        timeouts.Value `tfsdk:"timeouts"`
+}
+
+// config is the installation the model describes; values must be known.
+func (m *reconcilerModel) config(ctx context.Context) (reconcilerinstall.Config, diag.Diagnostics) {
+	c := reconcilerinstall.Config{
+		Namespace:       m.Namespace.ValueString(),
+		Name:            m.Name.ValueString(),
+		CreateNamespace: m.CreateNamespace.ValueBool(),
+		Image:           m.Image.ValueString(),
+		Replicas:        int32(m.Replicas.ValueInt64()), // validated: 1 to MaxInt32
+		CPURequest:      m.CPURequest.ValueString(),
+		MemoryRequest:   m.MemoryRequest.ValueString(),
+		MemoryLimit:     m.MemoryLimit.ValueString(),
+	}
+	var sources []string
+	diags := m.CABundleSources.ElementsAs(ctx, &sources, false)
+	for _, v := range sources {
+		s, err := cabundle.ParseSource(v)
+		if err != nil {
+			diags.AddAttributeError(path.Root("ca_bundle_sources"), "Invalid CA bundle source", err.Error())
+			continue
+		}
+		c.Sources = append(c.Sources, s)
+	}
+	return c, diags
+}
+
+// setNames fills the computed names from namespace and name.
+func (m *reconcilerModel) setNames() {
+	if m.Namespace.IsUnknown() || m.Name.IsUnknown() {
+		m.ID, m.ServiceAccount, m.ClusterRole, m.MetricsService = types.StringUnknown(), types.StringUnknown(), types.StringUnknown(), types.StringUnknown()
+		return
+	}
+	c := reconcilerinstall.Config{Namespace: m.Namespace.ValueString(), Name: m.Name.ValueString()}
+	m.ID = types.StringValue(c.ID())
+	m.ServiceAccount = types.StringValue(c.ServiceAccountName())
+	m.ClusterRole = types.StringValue(c.ClusterRoleName())
+	m.MetricsService = types.StringValue(c.MetricsServiceName())
+}
+
+func (r *reconcilerResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_reconciler"
+}
+
+func (r *reconcilerResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	emptySet := types.SetValueMust(types.StringType, []attr.Value{})
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Installs the in-cluster reconciler (`terraform-provider-kmshealth reconcile`), which keeps every " +
+			"`kmshealth_apiservice_cabundle` true between applies: a watch-driven Deployment behind leader election, " +
+			"with least-privilege RBAC (read access to exactly the named CA bundle sources), a PodDisruptionBudget and " +
+			"a metrics Service. All objects are written by server-side apply under the field manager `kmshealth`.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "`<namespace>/<name>`; also the import ID.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"namespace": schema.StringAttribute{
+				Required: true,
+				MarkdownDescription: "Namespace the reconciler runs in; it also holds its leader-election Lease. It must exist, " +
+					"unless `create_namespace = true`. Changing it replaces the resource.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:    []validator.String{namespaceName},
+			},
+			"name": schema.StringAttribute{
+				Optional: true, Computed: true,
+				Default: stringdefault.StaticString(reconcilerinstall.DefaultName),
+				MarkdownDescription: "Name of the ServiceAccount, Deployment and PodDisruptionBudget, and prefix of the other objects. " +
+					"Default `" + reconcilerinstall.DefaultName + "`. A DNS-1035 label of at most 55 characters (so `<name>-metrics` is a valid Service name). Changing it replaces the resource.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:    []validator.String{reconcilerName},
+			},
+			"create_namespace": schema.BoolAttribute{
+				Optional: true, Computed: true,
+				Default: booldefault.StaticBool(false),
+				MarkdownDescription: "Create `namespace` (labelled as kmshealth's, enforcing the `restricted` Pod Security Standard) " +
+					"and delete it on destroy. Default `false`. An existing namespace that kmshealth did not create is never " +
+					"taken over or deleted: with `true` the apply stops instead. Turning it off later hands the namespace over (its " +
+					"kmshealth labels are removed) and destroy keeps it.",
+			},
+			"image": schema.StringAttribute{
+				Optional: true, Computed: true,
+				MarkdownDescription: "Container image of the reconciler. Default `" + reconcilerinstall.ImageRepository + ":<provider version>`: " +
+					"the provider's own binary at its own version, so the two never skew; upgrading the provider rolls the reconciler. " +
+					"Set it to pull from a mirror.",
+				Validators: []validator.String{imageRef},
+			},
+			"replicas": schema.Int64Attribute{
+				Optional: true, Computed: true,
+				Default: int64default.StaticInt64(reconcilerinstall.DefaultReplicas),
+				MarkdownDescription: "Number of reconciler pods. Default `2`: one leads, the others take over within the 15 s lease. " +
+					"With more than one, a PodDisruptionBudget keeps one through voluntary disruptions and a preferred " +
+					"anti-affinity spreads them over nodes.",
+				Validators: []validator.Int64{int64validator.Between(1, math.MaxInt32)},
+			},
+			"ca_bundle_sources": schema.SetAttribute{
+				ElementType: types.StringType,
+				Optional:    true, Computed: true,
+				Default: setdefault.StaticValue(emptySet),
+				MarkdownDescription: "CA bundle sources the reconciler may read, as `<Kind>/<namespace>/<name>/<key>`: exactly the " +
+					"`ca_bundle_source` attribute of `kmshealth_apiservice_cabundle`, so write " +
+					"`[for r in kmshealth_apiservice_cabundle.x : r.ca_bundle_source]`. For each namespace a Role " +
+					"`kmshealth-reconciler-<name>-sources` grants get/list/watch on exactly these Secrets and ConfigMaps (by " +
+					"`resourceNames`) and nothing else; an APIService whose source is missing here cannot be reconciled " +
+					"(the reconciler reports a Forbidden error).",
+				Validators: []validator.Set{setvalidator.ValueStringsAre(caBundleSource{})},
+			},
+			"cpu_request": schema.StringAttribute{
+				Optional: true, Computed: true,
+				Default:             stringdefault.StaticString(reconcilerinstall.DefaultCPURequest),
+				MarkdownDescription: "CPU request of the reconciler container. Default `" + reconcilerinstall.DefaultCPURequest + "`; `\"\"` for none. No CPU limit is set.",
+				Validators:          []validator.String{quantity},
+			},
+			"memory_request": schema.StringAttribute{
+				Optional: true, Computed: true,
+				Default:             stringdefault.StaticString(reconcilerinstall.DefaultMemoryRequest),
+				MarkdownDescription: "Memory request of the reconciler container. Default `" + reconcilerinstall.DefaultMemoryRequest + "`; `\"\"` for none.",
+				Validators:          []validator.String{quantity},
+			},
+			"memory_limit": schema.StringAttribute{
+				Optional: true, Computed: true,
+				Default:             stringdefault.StaticString(reconcilerinstall.DefaultMemoryLimit),
+				MarkdownDescription: "Memory limit of the reconciler container. Default `" + reconcilerinstall.DefaultMemoryLimit + "`; `\"\"` for none. Must not be below `memory_request`.",
+				Validators:          []validator.String{quantity},
+			},
+			"wait_for_rollout": schema.BoolAttribute{
+				Optional: true, Computed: true,
+				Default: booldefault.StaticBool(false),
+				MarkdownDescription: "After create and update, watch the Deployment until every replica is updated and available, " +
+					"bounded by `timeouts`. Default `false`: the apply returns once the objects are written (there may be no " +
+					"node to run the pods yet, e.g. while bootstrapping a control plane).",
+			},
+			"service_account": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "Name of the reconciler's ServiceAccount in `namespace`; its user is `system:serviceaccount:<namespace>:<service_account>`.",
+			},
+			"cluster_role": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "Name of the ClusterRole (and ClusterRoleBinding): `kmshealth-reconciler:<namespace>:<name>`.",
+			},
+			"metrics_service": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "Name of the Service in front of `/metrics` (port 8080): `<name>-metrics`.",
+			},
+			"objects_in_sync": schema.BoolAttribute{
+				Computed: true,
+				MarkdownDescription: "`false` when, at the last refresh, an object of the installation was missing, or a field kmshealth " +
+					"applied had been changed or taken over by another field manager (e.g. a `kubectl edit` of a Role). The plan then " +
+					"shows it turning `true`, and the apply restores every object. Always `true` after an apply.",
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true}),
+		},
+	}
+}
+
+func (r *reconcilerResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.clients = configure(req.ProviderData, &resp.Diagnostics)
+}
+
+// ValidateConfig checks what spans attributes: a memory request above the limit.
+func (r *reconcilerResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var request, limit types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("memory_request"), &request)...)
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("memory_limit"), &limit)...)
+	if resp.Diagnostics.HasError() || request.IsUnknown() || limit.IsUnknown() {
+		return
+	}
+	req1, lim := request.ValueString(), limit.ValueString()
+	if request.IsNull() {
+		req1 = reconcilerinstall.DefaultMemoryRequest
+	}
+	if limit.IsNull() {
+		lim = reconcilerinstall.DefaultMemoryLimit
+	}
+	if err := reconcilerinstall.CheckMemory(req1, lim); err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("memory_request"), "Memory request above limit", err.Error()+".")
+	}
+}
+
+// ModifyPlan fills the default image from the provider's version and the
+// computed names, and plans objects_in_sync = true: a refresh that found
+// drift makes that a change, and the apply restores the objects.
+func (r *reconcilerResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+	var plan reconcilerModel
+	var configImage types.String
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("image"), &configImage)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if configImage.IsNull() && r.clients != nil {
+		plan.Image = types.StringValue(reconcilerinstall.DefaultImage(r.clients.Version))
+	}
+	plan.setNames()
+	plan.ObjectsInSync = types.BoolValue(true)
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+func (r *reconcilerResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan reconcilerModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Create(ctx, defaultRolloutTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	written := r.write(ctx, &plan, timeout, &resp.Diagnostics)
+	if written {
+		// Also after a failed rollout or a write that failed half-way: the
+		// resource is then tainted, and destroy can clean up.
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	}
+}
+
+func (r *reconcilerResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state reconcilerModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() || !r.clients.Known() {
+		return // provider configuration unknown: keep the state as it is
+	}
+	core, err := r.clients.Core()
+	if err != nil {
+		connectionError(&resp.Diagnostics, err)
+		return
+	}
+	ns, name := state.Namespace.ValueString(), state.Name.ValueString()
+	live, err := reconcilerinstall.Observe(ctx, core, ns, name)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot read the reconciler installation", err.Error())
+		return
+	}
+	importing := state.Image.IsNull()
+	if importing && !live.Installed() {
+		resp.Diagnostics.AddError("Nothing to import",
+			fmt.Sprintf("Deployment %s/%s does not exist or was not installed by kmshealth (it lacks the %s=%s and %s=%s labels).",
+				ns, name, reconcilerinstall.InstanceLabel, name, reconcilerinstall.NamespaceLabel, ns))
+		return
+	}
+	if !live.Exists() {
+		resp.Diagnostics.AddWarning("Reconciler gone",
+			fmt.Sprintf("No object of the reconciler %s/%s is left, so it is removed from the state; the next apply installs it again.", ns, name))
+		resp.State.RemoveResource(ctx)
+		return
+	}
+
+	got := live.Config()
+	want := got // import: what is there is what was applied
+	if !importing {
+		var diags diag.Diagnostics
+		want, diags = state.config(ctx)
+		resp.Diagnostics.Append(diags...)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+	} else {
+		state.CreateNamespace = types.BoolValue(got.CreateNamespace)
+		state.WaitForRollout = types.BoolValue(false)
+	}
+	objs, err := reconcilerinstall.Build(want)
+	drift := []string{"the installed objects cannot be rebuilt: " + fmt.Sprint(err)}
+	if err == nil {
+		drift = live.Drift(objs)
+	}
+	state.ObjectsInSync = types.BoolValue(len(drift) == 0)
+	if len(drift) > 0 {
+		resp.Diagnostics.AddWarning("Reconciler objects drifted",
+			fmt.Sprintf("Changed out of band since the last apply: %s. The next apply restores them.", strings.Join(drift, "; ")))
+	}
+
+	// Report the live values of what the resource manages, so an
+	// out-of-band change shows in the plan.
+	if live.Installed() {
+		state.Image = types.StringValue(got.Image)
+		state.Replicas = types.Int64Value(int64(got.Replicas))
+		state.CPURequest = liveQuantity(state.CPURequest, got.CPURequest)
+		state.MemoryRequest = liveQuantity(state.MemoryRequest, got.MemoryRequest)
+		state.MemoryLimit = liveQuantity(state.MemoryLimit, got.MemoryLimit)
+	}
+	sources := make([]string, len(got.Sources))
+	for i, s := range got.Sources {
+		sources[i] = s.String()
+	}
+	set, diags := types.SetValueFrom(ctx, types.StringType, sources)
+	resp.Diagnostics.Append(diags...)
+	state.CABundleSources = set
+	state.setNames()
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+// liveQuantity keeps the configured spelling of a quantity the cluster
+// holds in canonical form (0.5Gi is 512Mi), and reports any other value.
+func liveQuantity(prior types.String, live string) types.String {
+	if !prior.IsNull() && !prior.IsUnknown() {
+		a, err1 := k8sresource.ParseQuantity(prior.ValueString())
+		b, err2 := k8sresource.ParseQuantity(live)
+		if err1 == nil && err2 == nil && a.Cmp(b) == 0 {
+			return prior
+		}
+	}
+	return types.StringValue(live)
+}
+
+func (r *reconcilerResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan reconcilerModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Update(ctx, defaultRolloutTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if r.write(ctx, &plan, timeout, &resp.Diagnostics) {
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	}
+}
+
+// write applies the plan and, when asked, waits for the rollout. It
+// reports whether anything may have been written, i.e. whether the state
+// must record the installation.
+func (r *reconcilerResource) write(ctx context.Context, plan *reconcilerModel, timeout time.Duration, diags *diag.Diagnostics) bool {
+	c, d := plan.config(ctx)
+	if diags.Append(d...); diags.HasError() {
+		return false
+	}
+	core, err := r.clients.Core()
+	if err != nil {
+		connectionError(diags, err)
+		return false
+	}
+	plan.setNames()
+	plan.ObjectsInSync = types.BoolValue(true)
+	if err := reconcilerinstall.Apply(ctx, core, c); err != nil {
+		addInstallError(diags, err)
+		if reconcilerinstall.Refused(err) {
+			return false
+		}
+		plan.ObjectsInSync = types.BoolValue(false)
+		return true
+	}
+	if plan.WaitForRollout.ValueBool() {
+		wctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		if err := reconcilerinstall.WaitForRollout(wctx, core, c.Namespace, c.Name); err != nil {
+			diags.AddError("Reconciler not rolled out", err.Error())
+		}
+	}
+	return true
+}
+
+// addInstallError points a failed apply at the attribute that can fix it.
+func addInstallError(diags *diag.Diagnostics, err error) {
+	switch {
+	case errors.Is(err, reconcilerinstall.ErrForeignObject):
+		diags.AddAttributeError(path.Root("name"), "Object not managed by kmshealth", err.Error())
+	case reconcilerinstall.Refused(err):
+		diags.AddError("Cannot install the reconciler", err.Error())
+	default:
+		diags.AddError("Reconciler installed only in part", err.Error()+
+			"\n\nThe objects written so far are recorded; fix the cause and apply again, or destroy to remove them.")
+	}
+}
+
+func (r *reconcilerResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state reconcilerModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	core, err := r.clients.Core()
+	if err != nil {
+		connectionError(&resp.Diagnostics, err)
+		return
+	}
+	err = reconcilerinstall.Delete(ctx, core, state.Namespace.ValueString(), state.Name.ValueString(), state.CreateNamespace.ValueBool())
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot uninstall the reconciler", err.Error())
+	}
+}
+
+func (r *reconcilerResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	ns, name, err := reconcilerinstall.ParseID(req.ID)
+	if err != nil {
+		resp.Diagnostics.AddError("Invalid import ID", err.Error())
+		return
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), ns)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+}
+
+// Plan-time validators of this resource.
+var (
+	reconcilerName = kubeName{"a reconciler name (DNS-1035 label of at most 55 characters)", reconcilerinstall.ValidateName}
+	imageRef       = checkedString{"Invalid image", "must be a container image reference", reconcilerinstall.ValidateImage}
+	quantity       = checkedString{"Invalid quantity", "must be a Kubernetes quantity such as 10m or 128Mi, or empty", reconcilerinstall.ValidateQuantity}
+)
+
+// checkedString validates a string with a function of the logic package.
+type checkedString struct {
+	summary, description string
+	check                func(string) error
+}
+
+func (v checkedString) Description(context.Context) string { return v.description }
+
+func (v checkedString) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (v checkedString) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if err := v.check(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, v.summary, fmt.Sprintf("%s: %v.", req.Path, err))
+	}
+}
+
+// caBundleSource validates one <Kind>/<namespace>/<name>/<key> string.
+type caBundleSource struct{}
+
+func (caBundleSource) Description(context.Context) string {
+	return "must be <Kind>/<namespace>/<name>/<key>, the ca_bundle_source of a kmshealth_apiservice_cabundle"
+}
+
+func (v caBundleSource) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (caBundleSource) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	v := req.ConfigValue.ValueString()
+	if _, err := cabundle.ParseSource(v); err != nil {
+		// ParseSource speaks of the annotation it usually reads.
+		reason := strings.TrimPrefix(err.Error(), fmt.Sprintf("annotation %s=%q: ", cabundle.SourceAnnotation, v))
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid CA bundle source",
+			fmt.Sprintf("ca_bundle_sources: %q is not a CA bundle source (%s). Use the ca_bundle_source attribute of a kmshealth_apiservice_cabundle, "+
+				"e.g. [for r in kmshealth_apiservice_cabundle.x : r.ca_bundle_source], or write <Kind>/<namespace>/<name>/<key> with Kind Secret or ConfigMap, "+
+				"e.g. Secret/kube-system/metrics-server-tls/ca.crt.", v, reason))
+	}
+}

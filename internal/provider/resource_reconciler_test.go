@@ -1,0 +1,953 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	watchtools "k8s.io/client-go/tools/watch"
+	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconcilerinstall"
+)
+
+const reconcilerAddr = "kmshealth_reconciler.test"
+
+// reconcilerConfig is a kmshealth_reconciler "test" with the given body.
+func reconcilerConfig(body string) string {
+	return providerBlock() + "\nresource \"kmshealth_reconciler\" \"test\" {\n" + body + "\n}\n"
+}
+
+// wrappedRE matches pattern across the CLIs' line wrapping: a space
+// matches any whitespace.
+func wrappedRE(pattern string) *regexp.Regexp {
+	return regexp.MustCompile(strings.ReplaceAll(pattern, " ", `\s+`))
+}
+
+func mustCreateNamespace(t *testing.T, name string) {
+	t.Helper()
+	_, err := env.Clientset().CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustCreateSecret(t *testing.T, namespace, name string, data map[string][]byte) {
+	t.Helper()
+	_, err := env.Clientset().CoreV1().Secrets(namespace).Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data,
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// canI asks the API server's authorizer whether the reconciler's
+// ServiceAccount may do ra.
+func canI(namespace, name string, ra authorizationv1.ResourceAttributes) (bool, error) {
+	sar, err := env.Clientset().AuthorizationV1().SubjectAccessReviews().Create(context.Background(), &authorizationv1.SubjectAccessReview{
+		Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:               "system:serviceaccount:" + namespace + ":" + name,
+			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+			ResourceAttributes: &ra,
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return false, err
+	}
+	return sar.Status.Allowed, nil
+}
+
+// checkAccess asserts the reconciler's ServiceAccount may do each of
+// allowed and none of denied.
+func checkAccess(namespace, name string, allowed, denied []authorizationv1.ResourceAttributes) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		var errs []string
+		for want, list := range map[bool][]authorizationv1.ResourceAttributes{true: allowed, false: denied} {
+			for _, ra := range list {
+				got, err := canI(namespace, name, ra)
+				if err != nil {
+					return err
+				}
+				if got != want {
+					errs = append(errs, fmt.Sprintf("%s %s.%s %q in %q: allowed=%v, want %v", ra.Verb, ra.Resource, ra.Group, ra.Name, ra.Namespace, got, want))
+				}
+			}
+		}
+		if len(errs) > 0 {
+			return fmt.Errorf("RBAC of system:serviceaccount:%s:%s:\n%s", namespace, name, strings.Join(errs, "\n"))
+		}
+		return nil
+	}
+}
+
+// secretAccess is get, list and watch of one Secret (list and watch with
+// the metadata.name field selector, which RBAC sees as the name).
+func secretAccess(namespace, name string) []authorizationv1.ResourceAttributes {
+	var out []authorizationv1.ResourceAttributes
+	for _, verb := range []string{"get", "list", "watch"} {
+		out = append(out, authorizationv1.ResourceAttributes{Namespace: namespace, Verb: verb, Resource: "secrets", Name: name})
+	}
+	return out
+}
+
+func getDeployment(namespace, name string) (*appsv1.Deployment, error) {
+	return env.Clientset().AppsV1().Deployments(namespace).Get(context.Background(), name, metav1.GetOptions{})
+}
+
+// checkDeploymentSpec asserts the hardening and wiring of the live
+// Deployment, PodDisruptionBudget and Service.
+func checkDeploymentSpec(namespace, name, image string, replicas int32) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		ctx := context.Background()
+		d, err := getDeployment(namespace, name)
+		if err != nil {
+			return err
+		}
+		var errs []string
+		fail := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+		if d.Spec.Replicas == nil || *d.Spec.Replicas != replicas {
+			fail("replicas %v, want %d", d.Spec.Replicas, replicas)
+		}
+		if d.Labels[cabundle.ManagedByLabel] != "kmshealth" || d.Labels["app.kubernetes.io/name"] != "kmshealth-reconciler" || d.Labels["app.kubernetes.io/instance"] != name {
+			fail("labels %v", d.Labels)
+		}
+		pod := d.Spec.Template.Spec
+		if pod.ServiceAccountName != name || pod.AutomountServiceAccountToken == nil || !*pod.AutomountServiceAccountToken {
+			fail("serviceAccountName %q, automountServiceAccountToken %v", pod.ServiceAccountName, pod.AutomountServiceAccountToken)
+		}
+		if a := pod.Affinity; a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 1 ||
+			a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].PodAffinityTerm.TopologyKey != "kubernetes.io/hostname" {
+			fail("pod anti-affinity %+v", a)
+		}
+		if len(pod.Containers) != 1 {
+			return fmt.Errorf("containers: %+v", pod.Containers)
+		}
+		ct := pod.Containers[0]
+		if ct.Name != "reconciler" || ct.Image != image {
+			fail("container %q image %q, want reconciler %q", ct.Name, ct.Image, image)
+		}
+		wantArgs := []string{"reconcile", "--namespace=$(POD_NAMESPACE)", "--leader-elect=true", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"}
+		if !slices.Equal(ct.Args, wantArgs) {
+			fail("args %q, want %q", ct.Args, wantArgs)
+		}
+		if len(ct.Env) != 1 || ct.Env[0].Name != "POD_NAMESPACE" || ct.Env[0].ValueFrom == nil || ct.Env[0].ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
+			fail("env %+v", ct.Env)
+		}
+		ports := map[string]int32{}
+		for _, p := range ct.Ports {
+			ports[p.Name] = p.ContainerPort
+		}
+		if ports["metrics"] != 8080 || ports["health"] != 8081 {
+			fail("ports %v", ports)
+		}
+		for _, p := range []struct {
+			probe *corev1.Probe
+			path  string
+		}{{ct.LivenessProbe, "/healthz"}, {ct.ReadinessProbe, "/readyz"}} {
+			if p.probe == nil || p.probe.HTTPGet == nil || p.probe.HTTPGet.Path != p.path || p.probe.HTTPGet.Port.String() != "health" {
+				fail("probe for %s: %+v", p.path, p.probe)
+			}
+		}
+		sc := ct.SecurityContext
+		if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || *sc.RunAsUser != 65532 ||
+			sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+			sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
+			sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			fail("container securityContext %+v", sc)
+		}
+		pdb, err := env.Clientset().PolicyV1().PodDisruptionBudgets(namespace).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case replicas > 1 && err != nil:
+			fail("PodDisruptionBudget: %v", err)
+		case replicas > 1 && (pdb.Spec.MinAvailable == nil || pdb.Spec.MinAvailable.IntValue() != 1 || pdb.Spec.Selector.MatchLabels["app.kubernetes.io/instance"] != name):
+			fail("PodDisruptionBudget spec %+v", pdb.Spec)
+		case replicas == 1 && !apierrors.IsNotFound(err):
+			fail("PodDisruptionBudget with one replica (err=%v)", err)
+		}
+		svc, err := env.Clientset().CoreV1().Services(namespace).Get(ctx, name+"-metrics", metav1.GetOptions{})
+		if err != nil {
+			fail("metrics Service: %v", err)
+		} else if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 8080 || svc.Spec.Ports[0].TargetPort.String() != "metrics" ||
+			svc.Spec.Selector["app.kubernetes.io/instance"] != name {
+			fail("metrics Service spec %+v", svc.Spec)
+		}
+		if len(errs) > 0 {
+			return fmt.Errorf("Deployment %s/%s and friends:\n%s", namespace, name, strings.Join(errs, "\n"))
+		}
+		return nil
+	}
+}
+
+// checkSourcesRole asserts the sources Role in ns grants exactly names per
+// resource ("secrets", "configmaps"), and checkNoSourcesRole that there is none.
+func checkSourcesRole(ns, name string, want map[string][]string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		role, err := env.Clientset().RbacV1().Roles(ns).Get(context.Background(), "kmshealth-reconciler-"+name+"-sources", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		got := map[string][]string{}
+		for _, r := range role.Rules {
+			if !slices.Equal(r.Verbs, []string{"get", "list", "watch"}) || len(r.Resources) != 1 || len(r.ResourceNames) == 0 {
+				return fmt.Errorf("sources Role %s rule %+v: want get/list/watch on named objects", ns, r)
+			}
+			got[r.Resources[0]] = r.ResourceNames
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			return fmt.Errorf("sources Role %s grants %v, want %v", ns, got, want)
+		}
+		return nil
+	}
+}
+
+func checkNoSourcesRole(ns, name string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		n := "kmshealth-reconciler-" + name + "-sources"
+		if _, err := env.Clientset().RbacV1().Roles(ns).Get(context.Background(), n, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("Role %s/%s still there (err=%w)", ns, n, err)
+		}
+		if _, err := env.Clientset().RbacV1().RoleBindings(ns).Get(context.Background(), n, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("RoleBinding %s/%s still there (err=%w)", ns, n, err)
+		}
+		return nil
+	}
+}
+
+// checkUninstalled is a CheckDestroy: no object of the installation is
+// left, by label anywhere in the cluster or by name.
+func checkUninstalled(namespace, name string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		ctx := context.Background()
+		c := env.Clientset()
+		sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + name + "," + reconcilerinstall.NamespaceLabel + "=" + namespace}
+		var left []string
+		count := func(kind string, n int, err error) {
+			if err != nil {
+				left = append(left, fmt.Sprintf("list %s: %v", kind, err))
+			} else if n > 0 {
+				left = append(left, fmt.Sprintf("%d %s", n, kind))
+			}
+		}
+		sas, err := c.CoreV1().ServiceAccounts("").List(ctx, sel)
+		count("ServiceAccounts", len(sas.Items), err)
+		deps, err := c.AppsV1().Deployments("").List(ctx, sel)
+		count("Deployments", len(deps.Items), err)
+		svcs, err := c.CoreV1().Services("").List(ctx, sel)
+		count("Services", len(svcs.Items), err)
+		pdbs, err := c.PolicyV1().PodDisruptionBudgets("").List(ctx, sel)
+		count("PodDisruptionBudgets", len(pdbs.Items), err)
+		roles, err := c.RbacV1().Roles("").List(ctx, sel)
+		count("Roles", len(roles.Items), err)
+		rbs, err := c.RbacV1().RoleBindings("").List(ctx, sel)
+		count("RoleBindings", len(rbs.Items), err)
+		crs, err := c.RbacV1().ClusterRoles().List(ctx, sel)
+		count("ClusterRoles", len(crs.Items), err)
+		crbs, err := c.RbacV1().ClusterRoleBindings().List(ctx, sel)
+		count("ClusterRoleBindings", len(crbs.Items), err)
+		cfg := reconcilerinstall.Config{Namespace: namespace, Name: name}
+		for what, err := range map[string]error{
+			"Deployment":         errOf(c.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})),
+			"ServiceAccount":     errOf(c.CoreV1().ServiceAccounts(namespace).Get(ctx, name, metav1.GetOptions{})),
+			"ClusterRole":        errOf(c.RbacV1().ClusterRoles().Get(ctx, cfg.ClusterRoleName(), metav1.GetOptions{})),
+			"ClusterRoleBinding": errOf(c.RbacV1().ClusterRoleBindings().Get(ctx, cfg.ClusterRoleName(), metav1.GetOptions{})),
+			"leader Role":        errOf(c.RbacV1().Roles(namespace).Get(ctx, cfg.LeaderElectionRoleName(), metav1.GetOptions{})),
+		} {
+			if !apierrors.IsNotFound(err) {
+				left = append(left, fmt.Sprintf("%s (err=%v)", what, err))
+			}
+		}
+		if len(left) > 0 {
+			return fmt.Errorf("left behind by destroy of %s/%s: %s", namespace, name, strings.Join(left, ", "))
+		}
+		return nil
+	}
+}
+
+func errOf[T any](_ T, err error) error { return err }
+
+// checkNamespaceKept asserts a namespace kmshealth did not create survives.
+func checkNamespaceKept(ns string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		n, err := env.Clientset().CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("namespace %s: %w", ns, err)
+		}
+		if n.DeletionTimestamp != nil {
+			return fmt.Errorf("namespace %s that kmshealth did not create is being deleted", ns)
+		}
+		return nil
+	}
+}
+
+// TestAccReconciler_basic installs the reconciler for two real
+// kmshealth_apiservice_cabundle resources (a Secret source and an inline
+// bundle) and checks the objects, the RBAC by SubjectAccessReview, the
+// empty plan, import, and drift of the Deployment, a sources Role, the
+// ClusterRole and the Service, each restored by the next apply.
+func TestAccReconciler_basic(t *testing.T) {
+	ctx := context.Background()
+	ns := uniqueName(t)             // where the reconciler runs
+	srcNS := uniqueName(t) + "-src" // where the Secret source lives
+	mustCreateNamespace(t, ns)
+	mustCreateNamespace(t, srcNS)
+	ca := newCertPEM(t, "ca", certOpts{})
+	mustCreateSecret(t, srcNS, "api-ca", map[string][]byte{"ca.crt": []byte(ca)})
+	mustCreateSecret(t, srcNS, "unrelated", map[string][]byte{"password": []byte("hunter2")})
+	secretAPI := createAPIService(t, uniqueName(t)+"-secret.example.com", apiServiceOpts{})
+	inlineAPI := createAPIService(t, uniqueName(t)+"-inline.example.com", apiServiceOpts{})
+	name := "rec"
+	inlineCM := cabundle.InlineConfigMapName(inlineAPI)
+	config := providerBlock() + fmt.Sprintf(`
+resource "kmshealth_apiservice_cabundle" "secret" {
+  apiservice_name = %q
+  source {
+    kind      = "Secret"
+    namespace = %q
+    name      = "api-ca"
+    key       = "ca.crt"
+  }
+}
+
+resource "kmshealth_apiservice_cabundle" "inline" {
+  apiservice_name = %q
+  ca_bundle       = %q
+}
+
+locals {
+  cabundles = [kmshealth_apiservice_cabundle.secret, kmshealth_apiservice_cabundle.inline]
+}
+
+resource "kmshealth_reconciler" "test" {
+  namespace         = %q
+  name              = %q
+  ca_bundle_sources = [for r in local.cabundles : r.ca_bundle_source]
+}
+`, secretAPI, srcNS, inlineAPI, ca, ns, name)
+	image := reconcilerinstall.DefaultImage("test")
+	lease := func(verb, leaseName string) authorizationv1.ResourceAttributes {
+		return authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: "coordination.k8s.io", Resource: "leases", Name: leaseName}
+	}
+	apiservices := func(verb, n string) authorizationv1.ResourceAttributes {
+		return authorizationv1.ResourceAttributes{Verb: verb, Group: "apiregistration.k8s.io", Resource: "apiservices", Name: n}
+	}
+	allowed := append(secretAccess(srcNS, "api-ca"),
+		apiservices("patch", secretAPI), apiservices("get", inlineAPI), apiservices("list", ""), apiservices("watch", ""),
+		authorizationv1.ResourceAttributes{Namespace: "kube-system", Verb: "watch", Resource: "configmaps", Name: inlineCM},
+		authorizationv1.ResourceAttributes{Namespace: "default", Verb: "create", Resource: "events"},
+		authorizationv1.ResourceAttributes{Namespace: "default", Verb: "patch", Group: "events.k8s.io", Resource: "events"},
+		lease("get", "kmshealth-reconciler"), lease("update", "kmshealth-reconciler"), lease("create", ""),
+	)
+	denied := []authorizationv1.ResourceAttributes{
+		{Namespace: srcNS, Verb: "get", Resource: "secrets", Name: "unrelated"},      // same namespace, not named
+		{Namespace: srcNS, Verb: "list", Resource: "secrets"},                        // all of the namespace
+		{Namespace: "default", Verb: "get", Resource: "secrets", Name: "api-ca"},     // the name, another namespace
+		{Namespace: "kube-system", Verb: "get", Resource: "secrets", Name: inlineCM}, // a ConfigMap's name as a Secret
+		{Verb: "list", Resource: "secrets"},                                          // cluster-wide
+		{Verb: "watch", Resource: "configmaps"},                                      // cluster-wide
+		{Namespace: srcNS, Verb: "update", Resource: "secrets", Name: "api-ca"},
+		{Namespace: srcNS, Verb: "patch", Resource: "secrets", Name: "api-ca"},
+		{Namespace: srcNS, Verb: "create", Resource: "secrets"},
+		{Namespace: "kube-system", Verb: "delete", Resource: "configmaps", Name: inlineCM},
+		{Namespace: "kube-system", Verb: "patch", Resource: "configmaps", Name: inlineCM},
+		apiservices("delete", secretAPI), apiservices("create", ""),
+		lease("update", "another-lease"), lease("delete", "kmshealth-reconciler"),
+		{Namespace: ns, Verb: "create", Resource: "pods"},
+	}
+	deployments := env.Clientset().AppsV1().Deployments(ns)
+
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6,
+		CheckDestroy: resource.ComposeAggregateTestCheckFunc(
+			checkUninstalled(ns, name),
+			checkNamespaceKept(ns),
+			checkNamespaceKept(srcNS),
+			func(*terraform.State) error { // the user's Secret is never touched
+				s, err := env.Clientset().CoreV1().Secrets(srcNS).Get(ctx, "api-ca", metav1.GetOptions{})
+				if err != nil || string(s.Data["ca.crt"]) != ca {
+					return fmt.Errorf("source Secret changed or gone after destroy: %w", err)
+				}
+				return nil
+			},
+		),
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(reconcilerAddr, "id", ns+"/"+name),
+					resource.TestCheckResourceAttr(reconcilerAddr, "image", image),
+					resource.TestCheckResourceAttr(reconcilerAddr, "replicas", "2"),
+					resource.TestCheckResourceAttr(reconcilerAddr, "create_namespace", "false"),
+					resource.TestCheckResourceAttr(reconcilerAddr, "service_account", name),
+					resource.TestCheckResourceAttr(reconcilerAddr, "cluster_role", "kmshealth-reconciler:"+ns+":"+name),
+					resource.TestCheckResourceAttr(reconcilerAddr, "metrics_service", name+"-metrics"),
+					resource.TestCheckResourceAttr(reconcilerAddr, "objects_in_sync", "true"),
+					resource.TestCheckResourceAttr(reconcilerAddr, "ca_bundle_sources.#", "2"),
+					resource.TestCheckTypeSetElemAttr(reconcilerAddr, "ca_bundle_sources.*", "Secret/"+srcNS+"/api-ca/ca.crt"),
+					resource.TestCheckTypeSetElemAttr(reconcilerAddr, "ca_bundle_sources.*", "ConfigMap/kube-system/"+inlineCM+"/ca.crt"),
+					checkDeploymentSpec(ns, name, image, 2),
+					checkSourcesRole(srcNS, name, map[string][]string{"secrets": {"api-ca"}}),
+					checkSourcesRole("kube-system", name, map[string][]string{"configmaps": {inlineCM}}),
+					checkAccess(ns, name, allowed, denied),
+				),
+			},
+			{Config: config, PlanOnly: true},
+			{ResourceName: reconcilerAddr, ImportState: true, ImportStateId: ns + "/" + name, ImportStateVerify: true},
+			{ResourceName: reconcilerAddr, ImportState: true, ImportStateId: name, ExpectError: wrappedRE(`want <namespace>/<name>`)},
+			// kubectl scale: the next plan shows it, the apply restores it.
+			{
+				PreConfig: func() {
+					scale := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: autoscalingv1.ScaleSpec{Replicas: 5}}
+					if _, err := deployments.UpdateScale(ctx, name, scale, metav1.UpdateOptions{FieldManager: "kubectl"}); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config:             config,
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+			},
+			{
+				Config: config,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(reconcilerAddr, "replicas", "2"),
+					checkDeploymentSpec(ns, name, image, 2),
+				),
+			},
+			// Someone narrows a sources Role: the source shows as missing,
+			// and the apply grants it again.
+			{
+				PreConfig: func() {
+					roles := env.Clientset().RbacV1().Roles(srcNS)
+					role, err := roles.Get(ctx, "kmshealth-reconciler-"+name+"-sources", metav1.GetOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					role.Rules[0].ResourceNames = []string{"something-else"}
+					if _, err := roles.Update(ctx, role, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config:             config,
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+			},
+			{Config: config, Check: checkSourcesRole(srcNS, name, map[string][]string{"secrets": {"api-ca"}})},
+			// Someone widens the ClusterRole (all Secrets): objects_in_sync
+			// turns false, and the apply narrows it again.
+			{
+				PreConfig: func() {
+					crs := env.Clientset().RbacV1().ClusterRoles()
+					cr, err := crs.Get(ctx, "kmshealth-reconciler:"+ns+":"+name, metav1.GetOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					cr.Rules = append(cr.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list"}})
+					if _, err := crs.Update(ctx, cr, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config:             config,
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+			},
+			{Config: config, Check: checkAccess(ns, name, allowed, denied)},
+			// The metrics Service is deleted: recreated.
+			{
+				PreConfig: func() {
+					if err := env.Clientset().CoreV1().Services(ns).Delete(ctx, name+"-metrics", metav1.DeleteOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config:             config,
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+			},
+			{
+				Config: config,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(reconcilerAddr, "objects_in_sync", "true"),
+					checkDeploymentSpec(ns, name, image, 2),
+					checkAccess(ns, name, allowed, denied),
+				),
+			},
+			{Config: config, PlanOnly: true},
+		},
+	})
+}
+
+// TestAccReconciler_update changes the sources (a Role for a namespace no
+// longer named is deleted), the replicas (the PodDisruptionBudget goes) and
+// the image and resources.
+func TestAccReconciler_update(t *testing.T) {
+	ns := uniqueName(t)
+	nsA, nsB := uniqueName(t)+"-a", uniqueName(t)+"-b"
+	for _, n := range []string{ns, nsA, nsB} {
+		mustCreateNamespace(t, n)
+	}
+	name := "kmshealth-reconciler" // the default
+	first := reconcilerConfig(fmt.Sprintf(`
+  namespace         = %q
+  ca_bundle_sources = ["Secret/%s/one/ca.crt", "Secret/%s/one/tls.crt", "ConfigMap/%s/two/ca.pem", "Secret/%s/three/ca.crt"]
+`, ns, nsA, nsA, nsA, nsB))
+	second := reconcilerConfig(fmt.Sprintf(`
+  namespace         = %q
+  ca_bundle_sources = ["Secret/%s/four/ca.crt"]
+  replicas          = 1
+  image             = "registry.example.com/mirror/kmshealth:v9"
+  cpu_request       = "0.05"
+  memory_request    = "64Mi"
+  memory_limit      = "0.25Gi"
+`, ns, nsA))
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6,
+		CheckDestroy: resource.ComposeAggregateTestCheckFunc(
+			checkUninstalled(ns, name), checkNamespaceKept(ns), checkNoSourcesRole(nsA, name), checkNoSourcesRole(nsB, name),
+		),
+		Steps: []resource.TestStep{
+			{
+				Config: first,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(reconcilerAddr, "name", name),
+					resource.TestCheckResourceAttr(reconcilerAddr, "cpu_request", "10m"),
+					checkSourcesRole(nsA, name, map[string][]string{"configmaps": {"two"}, "secrets": {"one"}}),
+					checkSourcesRole(nsB, name, map[string][]string{"secrets": {"three"}}),
+					checkAccess(ns, name, secretAccess(nsB, "three"), nil),
+					checkDeploymentSpec(ns, name, reconcilerinstall.DefaultImage("test"), 2),
+				),
+			},
+			{
+				Config: second,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(reconcilerAddr, "ca_bundle_sources.#", "1"),
+					checkSourcesRole(nsA, name, map[string][]string{"secrets": {"four"}}),
+					checkNoSourcesRole(nsB, name),
+					checkAccess(ns, name, secretAccess(nsA, "four"), append(secretAccess(nsB, "three"), secretAccess(nsA, "one")...)),
+					checkDeploymentSpec(ns, name, "registry.example.com/mirror/kmshealth:v9", 1),
+					func(*terraform.State) error {
+						d, err := getDeployment(ns, name)
+						if err != nil {
+							return err
+						}
+						r := d.Spec.Template.Spec.Containers[0].Resources
+						if r.Requests.Cpu().String() != "50m" || r.Requests.Memory().String() != "64Mi" || r.Limits.Memory().String() != "256Mi" {
+							return fmt.Errorf("resources %+v", r)
+						}
+						return nil
+					},
+				),
+			},
+			// Quantities the API server canonicalised (0.05 is 50m) do not show as drift.
+			{Config: second, PlanOnly: true},
+			{
+				ResourceName: reconcilerAddr, ImportState: true, ImportStateId: ns + "/" + name, ImportStateVerify: true,
+				// The import reads the canonical form of the quantities.
+				ImportStateVerifyIgnore: []string{"cpu_request", "memory_limit"},
+			},
+		},
+	})
+}
+
+// TestAccReconciler_createNamespace creates the namespace, deletes it on
+// destroy, and refuses to take over a namespace it did not create.
+func TestAccReconciler_createNamespace(t *testing.T) {
+	ns := uniqueName(t)
+	existing := uniqueName(t) + "-existing"
+	mustCreateNamespace(t, existing)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6,
+		CheckDestroy: resource.ComposeAggregateTestCheckFunc(
+			checkUninstalled(ns, "kmshealth-reconciler"),
+			checkUninstalled(existing, "kmshealth-reconciler"),
+			checkNamespaceKept(existing),
+			func(*terraform.State) error {
+				// No namespace controller runs here: deleted means Terminating.
+				n, err := env.Clientset().CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
+				if err == nil && n.DeletionTimestamp == nil {
+					return fmt.Errorf("namespace %s that kmshealth created was not deleted", ns)
+				}
+				return nil
+			},
+		),
+		Steps: []resource.TestStep{
+			{
+				Config:      reconcilerConfig(fmt.Sprintf("namespace = %q\ncreate_namespace = true", existing)),
+				ExpectError: wrappedRE(`namespace "` + existing + `" already exists and kmshealth did not create it`),
+			},
+			{
+				Config:      reconcilerConfig(fmt.Sprintf("namespace = %q", ns)),
+				ExpectError: wrappedRE(`namespace "` + ns + `" not found: create it first, or set create_namespace = true`),
+			},
+			{
+				Config: reconcilerConfig(fmt.Sprintf("namespace = %q\ncreate_namespace = true", ns)),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(reconcilerAddr, "create_namespace", "true"),
+					func(*terraform.State) error {
+						n, err := env.Clientset().CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
+						if err != nil {
+							return err
+						}
+						if n.Labels[cabundle.ManagedByLabel] != "kmshealth" || n.Labels["pod-security.kubernetes.io/enforce"] != "restricted" {
+							return fmt.Errorf("namespace labels %v", n.Labels)
+						}
+						return nil
+					},
+				),
+			},
+			{ResourceName: reconcilerAddr, ImportState: true, ImportStateId: ns + "/kmshealth-reconciler", ImportStateVerify: true},
+		},
+	})
+}
+
+// fakeRollout plays the Deployment controller (there is none here): once
+// the Deployment appears, its status reports every replica rolled out.
+// It watches; it stops when the test ends.
+func fakeRollout(t *testing.T, namespace, name string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	deployments := env.Clientset().AppsV1().Deployments(namespace)
+	w, err := deployments.Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			d, ok := ev.Object.(*appsv1.Deployment)
+			if !ok || ev.Type == watch.Deleted || reconcilerinstall.RolledOut(d) {
+				continue
+			}
+			n := *d.Spec.Replicas
+			d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
+			_, _ = deployments.UpdateStatus(ctx, d, metav1.UpdateOptions{})
+		}
+	}()
+}
+
+// TestAccReconciler_waitForRollout waits (by watch) for a rollout that a
+// fake controller completes, and times out on one that never completes.
+func TestAccReconciler_waitForRollout(t *testing.T) {
+	ns := uniqueName(t)
+	mustCreateNamespace(t, ns)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6,
+		CheckDestroy:             checkUninstalled(ns, "done"),
+		Steps: []resource.TestStep{{
+			PreConfig: func() { fakeRollout(t, ns, "done") },
+			Config: reconcilerConfig(fmt.Sprintf(`
+  namespace        = %q
+  name             = "done"
+  wait_for_rollout = true
+  timeouts {
+    create = "30s"
+  }
+`, ns)),
+			Check: func(*terraform.State) error {
+				d, err := getDeployment(ns, "done")
+				if err != nil {
+					return err
+				}
+				if !reconcilerinstall.RolledOut(d) {
+					return fmt.Errorf("apply returned before the rollout: %+v", d.Status)
+				}
+				return nil
+			},
+		}},
+	})
+	start := time.Now()
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6,
+		CheckDestroy:             checkUninstalled(ns, "never"),
+		Steps: []resource.TestStep{{
+			Config: reconcilerConfig(fmt.Sprintf(`
+  namespace        = %q
+  name             = "never"
+  wait_for_rollout = true
+  timeouts {
+    create = "2s"
+  }
+`, ns)),
+			ExpectError: wrappedRE(`deployment ` + ns + `/never did not roll out in time \(observed generation 0 of 1, 0 of 2 replicas updated`),
+		}},
+	})
+	if d := time.Since(start); d > 60*time.Second {
+		t.Errorf("a 2s rollout timeout took %s", d)
+	}
+}
+
+// TestAccReconciler_foreignObject refuses to take over an object of the
+// same name that kmshealth did not create, writes nothing, and leaves it.
+func TestAccReconciler_foreignObject(t *testing.T) {
+	ctx := context.Background()
+	ns := uniqueName(t)
+	mustCreateNamespace(t, ns)
+	sas := env.Clientset().CoreV1().ServiceAccounts(ns)
+	if _, err := sas.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "kmshealth-reconciler"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6,
+		Steps: []resource.TestStep{{
+			Config:      reconcilerConfig(fmt.Sprintf("namespace = %q", ns)),
+			ExpectError: wrappedRE(`ServiceAccount ` + ns + `/kmshealth-reconciler \(it lacks the labels`),
+		}},
+		CheckDestroy: func(*terraform.State) error {
+			if _, err := sas.Get(ctx, "kmshealth-reconciler", metav1.GetOptions{}); err != nil {
+				return fmt.Errorf("the user's ServiceAccount: %w", err)
+			}
+			if _, err := getDeployment(ns, "kmshealth-reconciler"); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("a refused apply created the Deployment (err=%w)", err)
+			}
+			return nil
+		},
+	})
+}
+
+// TestAccReconciler_badInput: every bad attribute fails the plan with a
+// diagnostic that names it.
+func TestAccReconciler_badInput(t *testing.T) {
+	planOnly := func(body, wantErr string) resource.TestStep {
+		return resource.TestStep{Config: reconcilerConfig(body), PlanOnly: true, ExpectError: wrappedRE(wantErr)}
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6,
+		Steps: []resource.TestStep{
+			planOnly(`namespace = "Not_A_Namespace"`, `(?s)namespace.*"Not_A_Namespace" is not a namespace name`),
+			planOnly(`namespace = "ok"
+name = "9lives"`, `(?s)name.*"9lives" is not a reconciler name`),
+			planOnly(`namespace = "ok"
+name = "`+strings.Repeat("a", 56)+`"`, `no more than 55 characters`),
+			planOnly(`namespace = "ok"
+replicas = 0`, `(?s)replicas.*must be between 1 and 2147483647, got: 0`),
+			planOnly(`namespace = "ok"
+image = ""`, `(?s)Invalid image.*image: must not be empty`),
+			planOnly(`namespace = "ok"
+ca_bundle_sources = ["Secret/default/no-key"]`, `(?s)Invalid CA bundle source.*"Secret/default/no-key".*want Kind/namespace/name/key`),
+			planOnly(`namespace = "ok"
+ca_bundle_sources = ["Pod/default/x/ca.crt"]`, `(?s)ca_bundle_sources.*kind "Pod": must be "Secret" or "ConfigMap"`),
+			planOnly(`namespace = "ok"
+cpu_request = "lots"`, `(?s)Invalid quantity.*cpu_request: "lots" is not a quantity`),
+			planOnly(`namespace = "ok"
+memory_request = "1Gi"`, `(?s)memory_request.*memory_request 1Gi is above memory_limit 128Mi`),
+		},
+	})
+}
+
+// lockedBuffer collects a process's output for the test log.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// serviceAccountKubeconfig writes a kubeconfig that authenticates as the
+// ServiceAccount with a fresh bound token, so a process gets exactly the
+// permissions the installation granted.
+func serviceAccountKubeconfig(t *testing.T, namespace, name string) string {
+	t.Helper()
+	tr, err := env.Clientset().CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: env.Host, CertificateAuthorityData: env.CAPEM}
+	cfg.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	cfg.Contexts["sa"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "sa"}
+	cfg.CurrentContext = "sa"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// waitUntil watches objects of lw until cond holds or limit passes.
+func waitUntil[T runtime.Object](lw cache.ListerWatcher, obj T, limit time.Duration, cond func(T) bool) error {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	_, err := watchtools.UntilWithSync(ctx, lw, obj, nil, func(ev watch.Event) (bool, error) {
+		o, ok := ev.Object.(T)
+		return ok && ev.Type != watch.Deleted && cond(o), nil
+	})
+	return err
+}
+
+func listWatch[L runtime.Object](list func(context.Context, metav1.ListOptions) (L, error), w func(context.Context, metav1.ListOptions) (watch.Interface, error), fieldSelector string) *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = fieldSelector
+			return list(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = fieldSelector
+			return w(ctx, o)
+		},
+	}
+}
+
+// TestAccReconciler_runsUnderItsOwnRBAC runs the real provider binary with
+// the installed Deployment's own arguments, authenticated as the installed
+// ServiceAccount: it must win the Lease, restore an overwritten caBundle
+// from its Secret source and record an Event, with no Forbidden error, so
+// the RBAC is proven sufficient, not only minimal. (There is no kubelet:
+// the pod's process runs on the host, with a kubeconfig instead of the
+// in-cluster configuration.)
+func TestAccReconciler_runsUnderItsOwnRBAC(t *testing.T) {
+	ctx := context.Background()
+	ns, srcNS := uniqueName(t), uniqueName(t)+"-src"
+	mustCreateNamespace(t, ns)
+	mustCreateNamespace(t, srcNS)
+	ca := newCertPEM(t, "ca", certOpts{})
+	mustCreateSecret(t, srcNS, "api-ca", map[string][]byte{"ca.crt": []byte(ca)})
+	api := createAPIService(t, uniqueName(t)+".example.com", apiServiceOpts{})
+	binary, err := devenv.BuildProvider(ctx, t.TempDir(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := providerBlock() + fmt.Sprintf(`
+resource "kmshealth_apiservice_cabundle" "api" {
+  apiservice_name = %q
+  source {
+    kind      = "Secret"
+    namespace = %q
+    name      = "api-ca"
+    key       = "ca.crt"
+  }
+}
+
+resource "kmshealth_reconciler" "test" {
+  namespace         = %q
+  replicas          = 1
+  ca_bundle_sources = [kmshealth_apiservice_cabundle.api.ca_bundle_source]
+}
+`, api, srcNS, ns)
+
+	runReconciler := func(*terraform.State) error {
+		d, err := getDeployment(ns, "kmshealth-reconciler")
+		if err != nil {
+			return err
+		}
+		ct := d.Spec.Template.Spec.Containers[0]
+		var args []string
+		for _, a := range ct.Args {
+			switch {
+			case strings.HasPrefix(a, "--metrics-bind-address="), strings.HasPrefix(a, "--health-probe-bind-address="):
+				// The pod's ports would clash with other processes on the host.
+				name, _, _ := strings.Cut(a, "=")
+				args = append(args, name+"=127.0.0.1:0")
+			default:
+				args = append(args, strings.ReplaceAll(a, "$(POD_NAMESPACE)", ns)) // as the kubelet expands it
+			}
+		}
+		args = append(args, "--kubeconfig="+serviceAccountKubeconfig(t, ns, d.Spec.Template.Spec.ServiceAccountName))
+		logs := &lockedBuffer{}
+		cmd := exec.Command(binary, args...)
+		cmd.Env = append(os.Environ(), "POD_NAMESPACE="+ns)
+		cmd.Stdout, cmd.Stderr = logs, logs
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		exited := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(exited) }()
+		defer func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-exited:
+			case <-time.After(20 * time.Second):
+				_ = cmd.Process.Kill()
+				<-exited
+			}
+		}()
+		fail := func(format string, a ...any) error {
+			return fmt.Errorf(format+"\nreconciler %q log:\n%s", append(a, args, logs.String())...)
+		}
+
+		leases := env.Clientset().CoordinationV1().Leases(ns)
+		leaseWatch := listWatch(leases.List, leases.Watch, "metadata.name="+reconcilerinstall.LeaseName)
+		if err := waitUntil(leaseWatch, &coordinationv1.Lease{}, 30*time.Second, func(l *coordinationv1.Lease) bool {
+			return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != ""
+		}); err != nil {
+			return fail("no leader elected on Lease %s/%s: %v", ns, reconcilerinstall.LeaseName, err)
+		}
+
+		// An installer overwrites the bundle: the reconciler restores it.
+		apis := aggregatorClient(t).ApiregistrationV1().APIServices()
+		svc, err := apis.Get(ctx, api, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		svc.Spec.CABundle = []byte(newCertPEM(t, "impostor", certOpts{}))
+		if _, err := apis.Update(ctx, svc, metav1.UpdateOptions{FieldManager: "installer"}); err != nil {
+			return err
+		}
+		apiWatch := listWatch(apis.List, apis.Watch, "metadata.name="+api)
+		if err := waitUntil(apiWatch, &apiregv1.APIService{}, 30*time.Second, func(s *apiregv1.APIService) bool {
+			return string(s.Spec.CABundle) == ca
+		}); err != nil {
+			return fail("caBundle of %s not restored: %v", api, err)
+		}
+		events := env.Clientset().CoreV1().Events(metav1.NamespaceDefault)
+		eventWatch := listWatch(events.List, events.Watch, "involvedObject.name="+api)
+		if err := waitUntil(eventWatch, &corev1.Event{}, 30*time.Second, func(e *corev1.Event) bool {
+			return e.Source.Component == "kmshealth-reconciler"
+		}); err != nil {
+			return fail("no Event recorded for %s: %v", api, err)
+		}
+		for _, line := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(strings.ToLower(line), "forbidden") && (strings.Contains(line, ns) || strings.Contains(line, srcNS) || strings.Contains(line, api)) {
+				return fail("the reconciler was denied something it needs: %s", line)
+			}
+		}
+		return nil
+	}
+
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6,
+		CheckDestroy:             checkUninstalled(ns, "kmshealth-reconciler"),
+		Steps: []resource.TestStep{{
+			Config: config,
+			Check:  runReconciler,
+		}},
+	})
+}

@@ -1,0 +1,271 @@
+package reconcilerinstall
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
+)
+
+// env is the package's one control plane: real etcd and kube-apiserver.
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, func(e *testenv.Env) { env = e })
+}
+
+func createNamespace(t *testing.T, core kubernetes.Interface, name string) {
+	t.Helper()
+	_, err := core.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func observe(t *testing.T, core kubernetes.Interface, c Config) *Live {
+	t.Helper()
+	l, err := Observe(context.Background(), core, c.Namespace, c.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func drift(t *testing.T, core kubernetes.Interface, c Config) []string {
+	t.Helper()
+	o, err := Build(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return observe(t, core, c).Drift(o)
+}
+
+func mustApply(t *testing.T, core kubernetes.Interface, c Config) {
+	t.Helper()
+	if err := Apply(context.Background(), core, c); err != nil {
+		t.Fatal(err)
+	}
+	if d := drift(t, core, c); len(d) != 0 {
+		t.Fatalf("drift right after Apply: %v", d)
+	}
+}
+
+// checkNothingLeft fails when any object of the installation is left.
+func checkNothingLeft(t *testing.T, core kubernetes.Interface, c Config) {
+	t.Helper()
+	l := observe(t, core, c)
+	if l.ServiceAccount != nil || l.ClusterRole != nil || l.ClusterRoleBinding != nil || l.LeaderRole != nil || l.LeaderRoleBinding != nil ||
+		l.Deployment != nil || l.PodDisruptionBudget != nil || l.MetricsService != nil || len(l.SourceRoles) != 0 || len(l.SourceRoleBindings) != 0 {
+		t.Errorf("left behind: %+v", l)
+	}
+}
+
+func TestApplyObserveDelete(t *testing.T) {
+	ctx := context.Background()
+	core := env.Clientset()
+	for _, ns := range []string{"ri-apply", "ri-src-a", "ri-src-b"} {
+		createNamespace(t, core, ns)
+	}
+	c := Config{
+		Namespace: "ri-apply", Name: "rec", Image: DefaultImage("test"), Replicas: 2,
+		Sources: []cabundle.Source{
+			{Kind: cabundle.KindSecret, Namespace: "ri-src-a", Name: "ca", Key: "ca.crt"},
+			{Kind: cabundle.KindConfigMap, Namespace: "ri-src-b", Name: "bundle", Key: "pem"},
+		},
+		CPURequest: "0.01", MemoryRequest: DefaultMemoryRequest, MemoryLimit: DefaultMemoryLimit,
+	}
+	mustApply(t, core, c)
+	l := observe(t, core, c)
+	got := l.Config()
+	if !slices.Equal(got.Sources, sortedSources(c.Sources)) || got.Replicas != 2 || got.Image != c.Image || got.CPURequest != "10m" || got.CreateNamespace {
+		t.Errorf("observed %+v", got)
+	}
+
+	// kubectl scale: the Deployment drifts, and Config reports the live count.
+	scale := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: "rec", Namespace: "ri-apply"}, Spec: autoscalingv1.ScaleSpec{Replicas: 5}}
+	if _, err := core.AppsV1().Deployments("ri-apply").UpdateScale(ctx, "rec", scale, metav1.UpdateOptions{FieldManager: "kubectl"}); err != nil {
+		t.Fatal(err)
+	}
+	if d := drift(t, core, c); !slices.Contains(d, "Deployment ri-apply/rec was changed") {
+		t.Errorf("drift after scale: %v", d)
+	}
+	if r := observe(t, core, c).Config().Replicas; r != 5 {
+		t.Errorf("observed replicas %d after scale, want 5", r)
+	}
+	mustApply(t, core, c)
+
+	// kubectl edit of the ClusterRole: widening it is drift too.
+	crs := core.RbacV1().ClusterRoles()
+	cr, err := crs.Get(ctx, c.ClusterRoleName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr.Rules[0].Verbs = append(cr.Rules[0].Verbs, "delete")
+	if _, err := crs.Update(ctx, cr, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	if d := drift(t, core, c); !slices.Contains(d, "ClusterRole "+c.ClusterRoleName()+" was changed") {
+		t.Errorf("drift after edit: %v", d)
+	}
+	mustApply(t, core, c)
+	if cr, _ := crs.Get(ctx, c.ClusterRoleName(), metav1.GetOptions{}); slices.Contains(cr.Rules[0].Verbs, "delete") {
+		t.Errorf("Apply kept the widened rule: %v", cr.Rules[0].Verbs)
+	}
+
+	// A deleted Service is drift.
+	if err := core.CoreV1().Services("ri-apply").Delete(ctx, "rec-metrics", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if d := drift(t, core, c); !slices.Equal(d, []string{"Service ri-apply/rec-metrics is missing"}) {
+		t.Errorf("drift after delete: %v", d)
+	}
+	mustApply(t, core, c)
+
+	// Fewer sources and one replica: the Role in ri-src-b and the PDB go.
+	c.Sources = c.Sources[:1]
+	c.Replicas = 1
+	mustApply(t, core, c)
+	if _, err := core.RbacV1().Roles("ri-src-b").Get(ctx, c.SourcesRoleName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Role in a namespace no longer named is still there (err=%v)", err)
+	}
+	if _, err := core.RbacV1().RoleBindings("ri-src-b").Get(ctx, c.SourcesRoleName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("RoleBinding in a namespace no longer named is still there (err=%v)", err)
+	}
+	if _, err := core.PolicyV1().PodDisruptionBudgets("ri-apply").Get(ctx, "rec", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("PodDisruptionBudget kept with one replica (err=%v)", err)
+	}
+
+	if err := Delete(ctx, core, c.Namespace, c.Name, true); err != nil {
+		t.Fatal(err)
+	}
+	checkNothingLeft(t, core, c)
+	ns, err := core.CoreV1().Namespaces().Get(ctx, "ri-apply", metav1.GetOptions{})
+	if err != nil || ns.DeletionTimestamp != nil {
+		t.Errorf("a namespace kmshealth did not create was deleted (err=%v)", err)
+	}
+}
+
+func TestApplyRefusesForeignObjects(t *testing.T) {
+	ctx := context.Background()
+	core := env.Clientset()
+	createNamespace(t, core, "ri-foreign")
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "rec", Namespace: "ri-foreign"}}
+	if _, err := core.CoreV1().ServiceAccounts("ri-foreign").Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c := Config{Namespace: "ri-foreign", Name: "rec", Image: "x", Replicas: 1}
+	err := Apply(ctx, core, c)
+	if !errors.Is(err, ErrForeignObject) || !strings.Contains(err.Error(), "ServiceAccount ri-foreign/rec") {
+		t.Fatalf("Apply over a foreign ServiceAccount: %v", err)
+	}
+	if l := observe(t, core, c); l.Deployment != nil || l.ClusterRole != nil {
+		t.Error("a refused Apply wrote objects")
+	}
+	if err := Delete(ctx, core, c.Namespace, c.Name, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := core.CoreV1().ServiceAccounts("ri-foreign").Get(ctx, "rec", metav1.GetOptions{}); err != nil {
+		t.Errorf("Delete removed a ServiceAccount that is not kmshealth's: %v", err)
+	}
+
+	// create_namespace over an existing namespace is refused too.
+	c.Name, c.CreateNamespace = "other", true
+	if err := Apply(ctx, core, c); !errors.Is(err, ErrForeignObject) || !strings.Contains(err.Error(), "create_namespace = false") {
+		t.Errorf("create_namespace over an existing namespace: %v", err)
+	}
+	// A source namespace that does not exist fails before any write.
+	c.CreateNamespace = false
+	c.Sources = []cabundle.Source{{Kind: cabundle.KindSecret, Namespace: "ri-missing", Name: "x", Key: "k"}}
+	if err := Apply(ctx, core, c); err == nil || !strings.Contains(err.Error(), `namespace "ri-missing" of the CA bundle source(s) Secret/ri-missing/x/k not found`) {
+		t.Errorf("missing source namespace: %v", err)
+	}
+	checkNothingLeft(t, core, c)
+}
+
+func TestCreateNamespace(t *testing.T) {
+	ctx := context.Background()
+	core := env.Clientset()
+	c := Config{Namespace: "ri-created", Name: "rec", Image: "x", Replicas: 1, CreateNamespace: true}
+	mustApply(t, core, c)
+	if !observe(t, core, c).NamespaceCreated() {
+		t.Fatal("namespace not marked as created by kmshealth")
+	}
+	// create_namespace turned off: the namespace is handed over, so the
+	// Delete that follows keeps it.
+	c.CreateNamespace = false
+	mustApply(t, core, c)
+	ns, _ := core.CoreV1().Namespaces().Get(ctx, c.Namespace, metav1.GetOptions{})
+	if _, ok := ns.Labels[InstanceLabel]; ok {
+		t.Errorf("labels kept after create_namespace = false: %v", ns.Labels)
+	}
+	if err := Delete(ctx, core, c.Namespace, c.Name, true); err != nil {
+		t.Fatal(err)
+	}
+	if ns, err := core.CoreV1().Namespaces().Get(ctx, c.Namespace, metav1.GetOptions{}); err != nil || ns.DeletionTimestamp != nil {
+		t.Errorf("released namespace deleted (err=%v)", err)
+	}
+
+	c = Config{Namespace: "ri-created-2", Name: "rec", Image: "x", Replicas: 1, CreateNamespace: true}
+	mustApply(t, core, c)
+	if err := Delete(ctx, core, c.Namespace, c.Name, true); err != nil {
+		t.Fatal(err)
+	}
+	checkNothingLeft(t, core, c)
+	// There is no namespace controller here: the namespace stays Terminating.
+	ns, err := core.CoreV1().Namespaces().Get(ctx, c.Namespace, metav1.GetOptions{})
+	if err == nil && ns.DeletionTimestamp == nil {
+		t.Error("namespace kmshealth created was not deleted")
+	}
+}
+
+func TestWaitForRollout(t *testing.T) {
+	ctx := context.Background()
+	core := env.Clientset()
+	createNamespace(t, core, "ri-rollout")
+	c := Config{Namespace: "ri-rollout", Name: "rec", Image: "x", Replicas: 2}
+	mustApply(t, core, c)
+
+	// No kubelet, no controller: the rollout never finishes.
+	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	err := WaitForRollout(short, core, c.Namespace, c.Name)
+	if err == nil || !strings.Contains(err.Error(), "did not roll out in time (observed generation 0 of 1, 0 of 2 replicas updated") {
+		t.Fatalf("WaitForRollout without a controller: %v", err)
+	}
+
+	// Play the Deployment controller once, after the wait has started.
+	done := make(chan error, 1)
+	go func() { done <- WaitForRollout(ctx, core, c.Namespace, c.Name) }()
+	time.Sleep(200 * time.Millisecond)
+	d, err := core.AppsV1().Deployments(c.Namespace).Get(ctx, c.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Status.ObservedGeneration = d.Generation
+	d.Status.Replicas, d.Status.UpdatedReplicas, d.Status.AvailableReplicas, d.Status.ReadyReplicas = 2, 2, 2, 2
+	if _, err := core.AppsV1().Deployments(c.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("WaitForRollout did not return after the status was rolled out")
+	}
+	if err := Delete(ctx, core, c.Namespace, c.Name, false); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,341 @@
+package reconcilerinstall
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+)
+
+// Objects are the apply configurations of one installation, each holding
+// only the fields kmshealth owns.
+type Objects struct {
+	Namespace           *corev1ac.NamespaceApplyConfiguration // nil unless Config.CreateNamespace
+	ServiceAccount      *corev1ac.ServiceAccountApplyConfiguration
+	ClusterRole         *rbacv1ac.ClusterRoleApplyConfiguration
+	ClusterRoleBinding  *rbacv1ac.ClusterRoleBindingApplyConfiguration
+	LeaderRole          *rbacv1ac.RoleApplyConfiguration
+	LeaderRoleBinding   *rbacv1ac.RoleBindingApplyConfiguration
+	SourceRoles         []*rbacv1ac.RoleApplyConfiguration // one per source namespace, sorted
+	SourceRoleBindings  []*rbacv1ac.RoleBindingApplyConfiguration
+	Deployment          *appsv1ac.DeploymentApplyConfiguration
+	PodDisruptionBudget *policyv1ac.PodDisruptionBudgetApplyConfiguration // nil when Replicas is 1
+	MetricsService      *corev1ac.ServiceApplyConfiguration
+}
+
+// Build returns the objects for c. It is pure; c must be valid.
+func Build(c Config) (Objects, error) {
+	if err := c.Validate(); err != nil {
+		return Objects{}, err
+	}
+	o := Objects{
+		ServiceAccount:     BuildServiceAccount(c),
+		ClusterRole:        BuildClusterRole(c),
+		ClusterRoleBinding: BuildClusterRoleBinding(c),
+		LeaderRole:         BuildLeaderRole(c),
+		LeaderRoleBinding:  BuildLeaderRoleBinding(c),
+		Deployment:         BuildDeployment(c),
+		MetricsService:     BuildMetricsService(c),
+	}
+	if c.CreateNamespace {
+		o.Namespace = BuildNamespace(c)
+	}
+	for _, ns := range c.SourceNamespaces() {
+		o.SourceRoles = append(o.SourceRoles, BuildSourcesRole(c, ns))
+		o.SourceRoleBindings = append(o.SourceRoleBindings, BuildSourcesRoleBinding(c, ns))
+	}
+	if c.Replicas > 1 {
+		o.PodDisruptionBudget = BuildPodDisruptionBudget(c)
+	}
+	return o, nil
+}
+
+// BuildNamespace is the namespace kmshealth creates when asked to. It
+// enforces the restricted Pod Security Standard, which the reconciler meets.
+func BuildNamespace(c Config) *corev1ac.NamespaceApplyConfiguration {
+	labels := c.Labels(ComponentReconciler)
+	labels[podSecurityEnforce] = podSecurityRestricted
+	return corev1ac.Namespace(c.Namespace).WithLabels(labels)
+}
+
+// BuildServiceAccount is the reconciler's identity.
+func BuildServiceAccount(c Config) *corev1ac.ServiceAccountApplyConfiguration {
+	return corev1ac.ServiceAccount(c.ServiceAccountName(), c.Namespace).WithLabels(c.Labels(ComponentReconciler))
+}
+
+func (c Config) subject() *rbacv1ac.SubjectApplyConfiguration {
+	return rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(c.ServiceAccountName()).WithNamespace(c.Namespace)
+}
+
+// BuildClusterRole grants what the caBundle controller needs cluster-wide:
+// APIServices (watched, then patched by server-side apply) and Events
+// (written in "default" for cluster-scoped APIServices). Nothing about
+// Secrets or ConfigMaps: those are granted per object by the sources Roles.
+func BuildClusterRole(c Config) *rbacv1ac.ClusterRoleApplyConfiguration {
+	return rbacv1ac.ClusterRole(c.ClusterRoleName()).
+		WithLabels(c.Labels(ComponentReconciler)).
+		WithRules(
+			rbacv1ac.PolicyRule().WithAPIGroups(apiregv1.GroupName).WithResources("apiservices").WithVerbs("get", "list", "watch", "patch"),
+			rbacv1ac.PolicyRule().WithAPIGroups(corev1.GroupName).WithResources("events").WithVerbs("create", "patch"),
+			rbacv1ac.PolicyRule().WithAPIGroups(eventsv1.GroupName).WithResources("events").WithVerbs("create", "patch"),
+		)
+}
+
+// BuildClusterRoleBinding binds the ClusterRole to the ServiceAccount.
+func BuildClusterRoleBinding(c Config) *rbacv1ac.ClusterRoleBindingApplyConfiguration {
+	return rbacv1ac.ClusterRoleBinding(c.ClusterRoleName()).
+		WithLabels(c.Labels(ComponentReconciler)).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName(c.ClusterRoleName())).
+		WithSubjects(c.subject())
+}
+
+// BuildLeaderRole grants the leader-election Lease. RBAC cannot restrict
+// create by name (the name is not known before the object exists), so
+// create is granted on leases in Namespace, get and update on LeaseName only.
+func BuildLeaderRole(c Config) *rbacv1ac.RoleApplyConfiguration {
+	return rbacv1ac.Role(c.LeaderElectionRoleName(), c.Namespace).
+		WithLabels(c.Labels(ComponentLeaderElect)).
+		WithRules(
+			rbacv1ac.PolicyRule().WithAPIGroups(coordinationv1.GroupName).WithResources("leases").WithVerbs("create"),
+			rbacv1ac.PolicyRule().WithAPIGroups(coordinationv1.GroupName).WithResources("leases").WithResourceNames(LeaseName).WithVerbs("get", "update"),
+		)
+}
+
+// BuildLeaderRoleBinding binds the leader-election Role.
+func BuildLeaderRoleBinding(c Config) *rbacv1ac.RoleBindingApplyConfiguration {
+	return rbacv1ac.RoleBinding(c.LeaderElectionRoleName(), c.Namespace).
+		WithLabels(c.Labels(ComponentLeaderElect)).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(c.LeaderElectionRoleName())).
+		WithSubjects(c.subject())
+}
+
+// resourceOf is the RBAC resource of a source kind.
+func resourceOf(kind string) string {
+	if kind == cabundle.KindSecret {
+		return "secrets"
+	}
+	return "configmaps"
+}
+
+// SourcesRules grants get/list/watch on exactly the named objects. The
+// reconciler lists and watches each source with a metadata.name field
+// selector, which RBAC authorizes as a request for that one name.
+func SourcesRules(sources []cabundle.Source) []*rbacv1ac.PolicyRuleApplyConfiguration {
+	names := map[string][]string{}
+	for _, s := range sources {
+		names[resourceOf(s.Kind)] = append(names[resourceOf(s.Kind)], s.Name)
+	}
+	var rules []*rbacv1ac.PolicyRuleApplyConfiguration
+	for _, res := range []string{"configmaps", "secrets"} {
+		if len(names[res]) == 0 {
+			continue
+		}
+		n := names[res]
+		slices.Sort(n)
+		rules = append(rules, rbacv1ac.PolicyRule().
+			WithAPIGroups(corev1.GroupName).WithResources(res).
+			WithResourceNames(slices.Compact(n)...).
+			WithVerbs("get", "list", "watch"))
+	}
+	return rules
+}
+
+// sourcesIn returns the sources in namespace ns, sorted.
+func (c Config) sourcesIn(ns string) []cabundle.Source {
+	var out []cabundle.Source
+	for _, s := range c.Sources {
+		if s.Namespace == ns {
+			out = append(out, s)
+		}
+	}
+	return sortedSources(out)
+}
+
+// BuildSourcesRole is the Role in namespace ns that lets the reconciler
+// read the CA bundle sources there, and nothing else.
+func BuildSourcesRole(c Config, ns string) *rbacv1ac.RoleApplyConfiguration {
+	sources := c.sourcesIn(ns)
+	return rbacv1ac.Role(c.SourcesRoleName(), ns).
+		WithLabels(c.Labels(ComponentSources)).
+		WithAnnotations(map[string]string{SourcesAnnotation: joinSources(sources)}).
+		WithRules(SourcesRules(sources)...)
+}
+
+// BuildSourcesRoleBinding binds the sources Role in ns to the ServiceAccount.
+func BuildSourcesRoleBinding(c Config, ns string) *rbacv1ac.RoleBindingApplyConfiguration {
+	return rbacv1ac.RoleBinding(c.SourcesRoleName(), ns).
+		WithLabels(c.Labels(ComponentSources)).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(c.SourcesRoleName())).
+		WithSubjects(c.subject())
+}
+
+func joinSources(sources []cabundle.Source) string {
+	parts := make([]string, len(sources))
+	for i, s := range sources {
+		parts[i] = s.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+// splitSources reads a SourcesAnnotation; entries that do not parse are
+// skipped (they grant nothing kmshealth would have written).
+func splitSources(v string) []cabundle.Source {
+	var out []cabundle.Source
+	for _, part := range strings.Split(v, ",") {
+		if s, err := cabundle.ParseSource(strings.TrimSpace(part)); err == nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Args are the reconciler's command line: the binary's reconcile mode,
+// with the Lease in the pod's own namespace and in-cluster configuration
+// (no --kubeconfig).
+func Args() []string {
+	return []string{
+		"reconcile",
+		"--namespace=$(" + podNamespaceEnv + ")",
+		"--leader-elect=true",
+		fmt.Sprintf("--metrics-bind-address=:%d", MetricsPort),
+		fmt.Sprintf("--health-probe-bind-address=:%d", HealthPort),
+	}
+}
+
+// resources returns the container's requests and limits, nil for none (an
+// empty struct would not round-trip through managedFields); the quantities
+// were validated.
+func (c Config) resources() *corev1ac.ResourceRequirementsApplyConfiguration {
+	requests, limits := corev1.ResourceList{}, corev1.ResourceList{}
+	if c.CPURequest != "" {
+		requests[corev1.ResourceCPU] = resource.MustParse(c.CPURequest)
+	}
+	if c.MemoryRequest != "" {
+		requests[corev1.ResourceMemory] = resource.MustParse(c.MemoryRequest)
+	}
+	if c.MemoryLimit != "" {
+		limits[corev1.ResourceMemory] = resource.MustParse(c.MemoryLimit)
+	}
+	if len(requests)+len(limits) == 0 {
+		return nil
+	}
+	r := corev1ac.ResourceRequirements()
+	if len(requests) > 0 {
+		r.WithRequests(requests)
+	}
+	if len(limits) > 0 {
+		r.WithLimits(limits)
+	}
+	return r
+}
+
+func httpProbe(path string) *corev1ac.ProbeApplyConfiguration {
+	return corev1ac.Probe().WithHTTPGet(corev1ac.HTTPGetAction().WithPath(path).WithPort(intstr.FromString(healthPortName)))
+}
+
+// BuildDeployment runs Replicas reconcilers, spread over nodes, under the
+// restricted Pod Security Standard.
+func BuildDeployment(c Config) *appsv1ac.DeploymentApplyConfiguration {
+	selector := c.SelectorLabels()
+	podLabels := c.Labels(ComponentReconciler)
+	container := corev1ac.Container().
+		WithName(ContainerName).
+		WithImage(c.Image).
+		WithArgs(Args()...).
+		WithEnv(corev1ac.EnvVar().WithName(podNamespaceEnv).WithValueFrom(
+			// fieldRef is atomic: spell out the defaulted apiVersion, or the
+			// extracted field would differ from what was applied.
+			corev1ac.EnvVarSource().WithFieldRef(corev1ac.ObjectFieldSelector().WithAPIVersion("v1").WithFieldPath("metadata.namespace")))).
+		WithPorts(
+			corev1ac.ContainerPort().WithName(metricsPortName).WithContainerPort(MetricsPort).WithProtocol(corev1.ProtocolTCP),
+			corev1ac.ContainerPort().WithName(healthPortName).WithContainerPort(HealthPort).WithProtocol(corev1.ProtocolTCP),
+		).
+		WithLivenessProbe(httpProbe("/healthz")).
+		WithReadinessProbe(httpProbe("/readyz")).
+		WithSecurityContext(corev1ac.SecurityContext().
+			WithRunAsNonRoot(true).
+			WithRunAsUser(RunAsUser).
+			WithRunAsGroup(RunAsUser).
+			WithReadOnlyRootFilesystem(true).
+			WithAllowPrivilegeEscalation(false).
+			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")).
+			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault)))
+	if r := c.resources(); r != nil {
+		container.WithResources(r)
+	}
+	pod := corev1ac.PodSpec().
+		WithServiceAccountName(c.ServiceAccountName()).
+		WithAutomountServiceAccountToken(true).
+		WithSecurityContext(corev1ac.PodSecurityContext().
+			WithRunAsNonRoot(true).
+			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
+		WithAffinity(corev1ac.Affinity().WithPodAntiAffinity(corev1ac.PodAntiAffinity().
+			WithPreferredDuringSchedulingIgnoredDuringExecution(corev1ac.WeightedPodAffinityTerm().
+				WithWeight(antiAffinityPreference).
+				WithPodAffinityTerm(corev1ac.PodAffinityTerm().
+					WithTopologyKey(hostnameTopologyKey).
+					WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(selector)))))).
+		WithContainers(container)
+	return appsv1ac.Deployment(c.Name, c.Namespace).
+		WithLabels(c.Labels(ComponentReconciler)).
+		WithSpec(appsv1ac.DeploymentSpec().
+			WithReplicas(c.Replicas).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selector)).
+			WithTemplate(corev1ac.PodTemplateSpec().
+				WithLabels(podLabels).
+				WithSpec(pod)))
+}
+
+// BuildPodDisruptionBudget keeps one reconciler through voluntary
+// disruptions; pods that are not ready may always be evicted, so a broken
+// rollout never blocks a node drain.
+func BuildPodDisruptionBudget(c Config) *policyv1ac.PodDisruptionBudgetApplyConfiguration {
+	return policyv1ac.PodDisruptionBudget(c.Name, c.Namespace).
+		WithLabels(c.Labels(ComponentReconciler)).
+		WithSpec(policyv1ac.PodDisruptionBudgetSpec().
+			WithMinAvailable(intstr.FromInt32(1)).
+			WithUnhealthyPodEvictionPolicy(policyv1.AlwaysAllow).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(c.SelectorLabels())))
+}
+
+// BuildMetricsService exposes /metrics to Prometheus.
+func BuildMetricsService(c Config) *corev1ac.ServiceApplyConfiguration {
+	return corev1ac.Service(c.MetricsServiceName(), c.Namespace).
+		WithLabels(c.Labels(ComponentMetrics)).
+		WithSpec(corev1ac.ServiceSpec().
+			WithType(corev1.ServiceTypeClusterIP).
+			WithSelector(c.SelectorLabels()).
+			WithPorts(corev1ac.ServicePort().
+				WithName(metricsPortName).
+				WithPort(MetricsPort).
+				WithProtocol(corev1.ProtocolTCP).
+				WithTargetPort(intstr.FromString(metricsPortName))))
+}
+
+// RolledOut reports whether the Deployment controller has rolled d out:
+// it saw the latest spec, and every replica is updated and available, with
+// no old ones left.
+func RolledOut(d *appsv1.Deployment) bool {
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	s := d.Status
+	return s.ObservedGeneration >= d.Generation && s.Replicas == want && s.UpdatedReplicas == want && s.AvailableReplicas == want
+}

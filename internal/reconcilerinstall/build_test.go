@@ -1,0 +1,409 @@
+package reconcilerinstall
+
+import (
+	"encoding/json"
+	"flag"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconciler"
+)
+
+func testConfig() Config {
+	return Config{
+		Namespace: "kmshealth-system",
+		Name:      DefaultName,
+		Image:     DefaultImage("v1.2.3"),
+		Replicas:  DefaultReplicas,
+		Sources: []cabundle.Source{
+			{Kind: cabundle.KindSecret, Namespace: "kube-system", Name: "metrics-tls", Key: "ca.crt"},
+			{Kind: cabundle.KindConfigMap, Namespace: "kube-system", Name: "kmshealth-cabundle-v1.x", Key: "ca.crt"},
+			{Kind: cabundle.KindSecret, Namespace: "kube-system", Name: "metrics-tls", Key: "tls.crt"}, // same object, other key
+			{Kind: cabundle.KindSecret, Namespace: "apps", Name: "api-ca", Key: "ca.crt"},
+		},
+		CPURequest: DefaultCPURequest, MemoryRequest: DefaultMemoryRequest, MemoryLimit: DefaultMemoryLimit,
+	}
+}
+
+// roundTrip turns an apply configuration into the typed object the API
+// server would store, to assert on plain fields.
+func roundTrip[T any](t *testing.T, ac any) *T {
+	t.Helper()
+	b, err := json.Marshal(ac)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := new(T)
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestArgsParseWithTheReconcilersOwnFlags runs the Deployment's arguments
+// through the reconcile mode's flag set and Validate, so the two cannot
+// drift apart, and checks the Lease the Role grants is the one it uses.
+func TestArgsParseWithTheReconcilersOwnFlags(t *testing.T) {
+	args := Args()
+	if args[0] != "reconcile" {
+		t.Fatalf("first argument %q, want the reconcile mode", args[0])
+	}
+	fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var o reconciler.Options
+	o.Bind(fs)
+	expanded := make([]string, 0, len(args)-1)
+	for _, a := range args[1:] { // kubelet expands $(POD_NAMESPACE)
+		expanded = append(expanded, strings.ReplaceAll(a, "$(POD_NAMESPACE)", "kmshealth-system"))
+	}
+	if err := fs.Parse(expanded); err != nil {
+		t.Fatalf("reconcile rejects %q: %v", expanded, err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatalf("reconcile's Validate rejects %q: %v", expanded, err)
+	}
+	if o.Namespace != "kmshealth-system" || !o.LeaderElect || o.MetricsBindAddress != ":8080" || o.HealthProbeBindAddress != ":8081" || o.Kubeconfig != "" {
+		t.Errorf("parsed options %+v", o)
+	}
+	if o.LeaseName != LeaseName {
+		t.Errorf("reconcile's Lease is %q, the leader-election Role grants %q", o.LeaseName, LeaseName)
+	}
+	if o.FieldManager != FieldManager {
+		t.Errorf("reconcile's field manager %q, installation's %q", o.FieldManager, FieldManager)
+	}
+}
+
+func TestBuildDeployment(t *testing.T) {
+	c := testConfig()
+	d := roundTrip[appsv1.Deployment](t, BuildDeployment(c))
+	if d.Name != DefaultName || d.Namespace != "kmshealth-system" || *d.Spec.Replicas != 2 {
+		t.Errorf("name %s/%s replicas %d", d.Namespace, d.Name, *d.Spec.Replicas)
+	}
+	for k, v := range d.Spec.Selector.MatchLabels {
+		if d.Spec.Template.Labels[k] != v {
+			t.Errorf("selector %s=%s does not select the pod template (labels %v)", k, v, d.Spec.Template.Labels)
+		}
+	}
+	pod := d.Spec.Template.Spec
+	if pod.ServiceAccountName != DefaultName || pod.AutomountServiceAccountToken == nil || !*pod.AutomountServiceAccountToken {
+		t.Errorf("serviceAccountName %q automount %v", pod.ServiceAccountName, pod.AutomountServiceAccountToken)
+	}
+	if psc := pod.SecurityContext; psc == nil || !*psc.RunAsNonRoot || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("pod securityContext %+v", psc)
+	}
+	terms := pod.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution
+	if len(terms) != 1 || terms[0].PodAffinityTerm.TopologyKey != "kubernetes.io/hostname" ||
+		terms[0].PodAffinityTerm.LabelSelector.MatchLabels[InstanceLabel] != DefaultName {
+		t.Errorf("anti-affinity %+v", terms)
+	}
+	if len(pod.Containers) != 1 {
+		t.Fatalf("containers %+v", pod.Containers)
+	}
+	ct := pod.Containers[0]
+	if ct.Name != "reconciler" || ct.Image != "ghcr.io/kmshealth/terraform-provider-kmshealth:v1.2.3" {
+		t.Errorf("container %s image %s", ct.Name, ct.Image)
+	}
+	if !slices.Equal(ct.Args, []string{"reconcile", "--namespace=$(POD_NAMESPACE)", "--leader-elect=true", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"}) {
+		t.Errorf("args %q", ct.Args)
+	}
+	if len(ct.Env) != 1 || ct.Env[0].Name != "POD_NAMESPACE" || ct.Env[0].ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
+		t.Errorf("env %+v", ct.Env)
+	}
+	ports := map[string]int32{}
+	for _, p := range ct.Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	if ports["metrics"] != 8080 || ports["health"] != 8081 || len(ports) != 2 {
+		t.Errorf("ports %v", ports)
+	}
+	for probe, path := range map[*corev1.Probe]string{ct.LivenessProbe: "/healthz", ct.ReadinessProbe: "/readyz"} {
+		if probe == nil || probe.HTTPGet.Path != path || probe.HTTPGet.Port.StrVal != "health" {
+			t.Errorf("probe for %s: %+v", path, probe)
+		}
+	}
+	sc := ct.SecurityContext
+	if !*sc.RunAsNonRoot || *sc.RunAsUser != 65532 || !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation ||
+		!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) != 0 ||
+		sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault || sc.Privileged != nil {
+		t.Errorf("container securityContext %+v", sc)
+	}
+	if got := ct.Resources.Requests.Cpu().String(); got != "10m" {
+		t.Errorf("cpu request %s", got)
+	}
+	if got := ct.Resources.Requests.Memory().String(); got != "32Mi" {
+		t.Errorf("memory request %s", got)
+	}
+	if got := ct.Resources.Limits.Memory().String(); got != "128Mi" {
+		t.Errorf("memory limit %s", got)
+	}
+	if _, ok := ct.Resources.Limits[corev1.ResourceCPU]; ok {
+		t.Error("a CPU limit is set; only memory is limited")
+	}
+}
+
+func TestBuildResourcesOptional(t *testing.T) {
+	c := testConfig()
+	c.CPURequest, c.MemoryRequest, c.MemoryLimit = "", "", "0.5Gi"
+	ct := roundTrip[appsv1.Deployment](t, BuildDeployment(c)).Spec.Template.Spec.Containers[0]
+	if len(ct.Resources.Requests) != 0 || ct.Resources.Limits.Memory().String() != "512Mi" {
+		t.Errorf("resources %+v", ct.Resources)
+	}
+}
+
+func TestBuildRBAC(t *testing.T) {
+	c := testConfig()
+	o, err := Build(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr := roundTrip[rbacv1.ClusterRole](t, o.ClusterRole)
+	if cr.Name != "kmshealth-reconciler:kmshealth-system:kmshealth-reconciler" {
+		t.Errorf("ClusterRole name %q", cr.Name)
+	}
+	for _, r := range cr.Rules {
+		for _, res := range r.Resources {
+			if res == "secrets" || res == "configmaps" || res == "*" || slices.Contains(r.Verbs, "*") {
+				t.Errorf("ClusterRole grants %v on %v cluster-wide", r.Verbs, r.Resources)
+			}
+		}
+	}
+	want := []rbacv1.PolicyRule{
+		{APIGroups: []string{"apiregistration.k8s.io"}, Resources: []string{"apiservices"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	}
+	if !sameJSON(cr.Rules, want) {
+		t.Errorf("ClusterRole rules %+v", cr.Rules)
+	}
+	crb := roundTrip[rbacv1.ClusterRoleBinding](t, o.ClusterRoleBinding)
+	if crb.RoleRef.Name != cr.Name || len(crb.Subjects) != 1 || crb.Subjects[0].Namespace != "kmshealth-system" || crb.Subjects[0].Name != DefaultName {
+		t.Errorf("ClusterRoleBinding %+v", crb)
+	}
+
+	lr := roundTrip[rbacv1.Role](t, o.LeaderRole)
+	if lr.Namespace != "kmshealth-system" || len(lr.Rules) != 2 ||
+		!slices.Equal(lr.Rules[0].Verbs, []string{"create"}) || len(lr.Rules[0].ResourceNames) != 0 ||
+		!slices.Equal(lr.Rules[1].ResourceNames, []string{"kmshealth-reconciler"}) || !slices.Equal(lr.Rules[1].Verbs, []string{"get", "update"}) {
+		t.Errorf("leader-election Role %+v", lr.Rules)
+	}
+
+	if len(o.SourceRoles) != 2 || len(o.SourceRoleBindings) != 2 {
+		t.Fatalf("%d source Roles, %d bindings; want one per namespace (apps, kube-system)", len(o.SourceRoles), len(o.SourceRoleBindings))
+	}
+	apps := roundTrip[rbacv1.Role](t, o.SourceRoles[0])
+	ks := roundTrip[rbacv1.Role](t, o.SourceRoles[1])
+	if apps.Namespace != "apps" || ks.Namespace != "kube-system" || apps.Name != "kmshealth-reconciler-kmshealth-reconciler-sources" {
+		t.Errorf("source Roles %s/%s, %s/%s", apps.Namespace, apps.Name, ks.Namespace, ks.Name)
+	}
+	wantKS := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"kmshealth-cabundle-v1.x"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"metrics-tls"}, Verbs: []string{"get", "list", "watch"}},
+	}
+	if !sameJSON(ks.Rules, wantKS) {
+		t.Errorf("kube-system Role rules %+v", ks.Rules)
+	}
+	if got := ks.Annotations[SourcesAnnotation]; got != "ConfigMap/kube-system/kmshealth-cabundle-v1.x/ca.crt,Secret/kube-system/metrics-tls/ca.crt,Secret/kube-system/metrics-tls/tls.crt" {
+		t.Errorf("annotation %q", got)
+	}
+	rb := roundTrip[rbacv1.RoleBinding](t, o.SourceRoleBindings[1])
+	if rb.Namespace != "kube-system" || rb.RoleRef.Kind != "Role" || rb.RoleRef.Name != ks.Name || rb.Subjects[0].Namespace != "kmshealth-system" {
+		t.Errorf("source RoleBinding %+v", rb)
+	}
+}
+
+func TestBuildPodDisruptionBudgetOnlyWithSeveralReplicas(t *testing.T) {
+	c := testConfig()
+	o, _ := Build(c)
+	pdb := roundTrip[policyv1.PodDisruptionBudget](t, o.PodDisruptionBudget)
+	if pdb.Spec.MinAvailable.IntValue() != 1 || pdb.Spec.Selector.MatchLabels[InstanceLabel] != DefaultName {
+		t.Errorf("PodDisruptionBudget %+v", pdb.Spec)
+	}
+	c.Replicas = 1
+	if o, _ := Build(c); o.PodDisruptionBudget != nil {
+		t.Error("PodDisruptionBudget with one replica would block every drain")
+	}
+}
+
+func TestBuildServiceAndNamespace(t *testing.T) {
+	c := testConfig()
+	o, _ := Build(c)
+	if o.Namespace != nil {
+		t.Error("Namespace built without CreateNamespace")
+	}
+	svc := roundTrip[corev1.Service](t, o.MetricsService)
+	if svc.Name != "kmshealth-reconciler-metrics" || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 8080 ||
+		svc.Spec.Ports[0].TargetPort.StrVal != "metrics" || svc.Spec.Selector[InstanceLabel] != DefaultName {
+		t.Errorf("Service %+v", svc.Spec)
+	}
+	c.CreateNamespace = true
+	o, _ = Build(c)
+	ns := roundTrip[corev1.Namespace](t, o.Namespace)
+	if ns.Labels["pod-security.kubernetes.io/enforce"] != "restricted" || ns.Labels[InstanceLabel] != DefaultName || ns.Labels[NamespaceLabel] != "kmshealth-system" {
+		t.Errorf("Namespace labels %v", ns.Labels)
+	}
+}
+
+func TestEveryObjectIsLabelled(t *testing.T) {
+	c := testConfig()
+	c.CreateNamespace = true
+	o, _ := Build(c)
+	objs := []any{o.Namespace, o.ServiceAccount, o.ClusterRole, o.ClusterRoleBinding, o.LeaderRole, o.LeaderRoleBinding,
+		o.Deployment, o.PodDisruptionBudget, o.MetricsService, o.SourceRoles[0], o.SourceRoleBindings[0]}
+	for _, ac := range objs {
+		m := roundTrip[metav1.PartialObjectMetadata](t, ac)
+		if !Owned(m, c.Namespace, c.Name) {
+			t.Errorf("%s %s lacks the installation's labels: %v", m.Kind, m.Name, m.Labels)
+		}
+		if Owned(m, c.Namespace, "other") || Owned(m, "other-ns", c.Name) {
+			t.Errorf("%s %s would count as another installation's", m.Kind, m.Name)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		modify func(*Config)
+		want   string // substring of the error; "" for valid
+	}{
+		{"valid", func(*Config) {}, ""},
+		{"no sources", func(c *Config) { c.Sources = nil }, ""},
+		{"bad namespace", func(c *Config) { c.Namespace = "Kube_System" }, `namespace "Kube_System"`},
+		{"name starts with digit", func(c *Config) { c.Name = "1reconciler" }, `name "1reconciler"`},
+		{"name with dot", func(c *Config) { c.Name = "a.b" }, `name "a.b"`},
+		{"name too long for the Service", func(c *Config) { c.Name = strings.Repeat("a", 56) }, "no more than 55 characters"},
+		{"name of 55", func(c *Config) { c.Name = strings.Repeat("a", 55) }, ""},
+		{"no replicas", func(c *Config) { c.Replicas = 0 }, "replicas 0: must be at least 1"},
+		{"empty image", func(c *Config) { c.Image = " " }, "image: must not be empty"},
+		{"image with space", func(c *Config) { c.Image = "a b" }, "contains whitespace"},
+		{"bad source", func(c *Config) { c.Sources[0].Kind = "Pod" }, `kind "Pod"`},
+		{"bad quantity", func(c *Config) { c.CPURequest = "ten" }, `cpu_request: "ten" is not a quantity`},
+		{"negative quantity", func(c *Config) { c.MemoryLimit = "-1Mi" }, "must not be negative"},
+		{"request above limit", func(c *Config) { c.MemoryRequest = "1Gi" }, "memory_request 1Gi is above memory_limit 128Mi"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := testConfig()
+			tc.modify(&c)
+			err := c.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("unexpected error: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("error %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseID(t *testing.T) {
+	for _, tc := range []struct{ id, ns, name, err string }{
+		{"kmshealth-system/kmshealth-reconciler", "kmshealth-system", "kmshealth-reconciler", ""},
+		{"kmshealth-reconciler", "", "", "want <namespace>/<name>"},
+		{"a/b/c", "", "", "want <namespace>/<name>"},
+		{"Bad/x", "", "", "namespace:"},
+		{"ns/9x", "", "", "name:"},
+	} {
+		ns, name, err := ParseID(tc.id)
+		if tc.err == "" && (err != nil || ns != tc.ns || name != tc.name) {
+			t.Errorf("ParseID(%q) = %q, %q, %v", tc.id, ns, name, err)
+		}
+		if tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("ParseID(%q) error %v, want %q", tc.id, err, tc.err)
+		}
+	}
+}
+
+// liveFrom builds a Live as Observe would see a fresh installation of c.
+func liveFrom(t *testing.T, c Config) *Live {
+	t.Helper()
+	o, err := Build(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &Live{namespace: c.Namespace, name: c.Name}
+	for i := range o.SourceRoles {
+		l.SourceRoles = append(l.SourceRoles, *roundTrip[rbacv1.Role](t, o.SourceRoles[i]))
+		l.SourceRoleBindings = append(l.SourceRoleBindings, *roundTrip[rbacv1.RoleBinding](t, o.SourceRoleBindings[i]))
+	}
+	l.Deployment = roundTrip[appsv1.Deployment](t, o.Deployment)
+	return l
+}
+
+func TestLiveSources(t *testing.T) {
+	c := testConfig()
+	all := sortedSources(c.Sources) // ConfigMap kube-system, Secret apps, 2 × Secret kube-system
+	notApps := []cabundle.Source{all[0], all[2], all[3]}
+	for _, tc := range []struct {
+		name   string
+		tamper func(l *Live)
+		want   []cabundle.Source
+	}{
+		{"as applied", func(*Live) {}, all},
+		{"name removed from resourceNames", func(l *Live) {
+			// kube-system: drop metrics-tls from the secrets rule: both keys of it go.
+			l.SourceRoles[1].Rules[1].ResourceNames = []string{"other"}
+		}, []cabundle.Source{all[0], all[1]}},
+		{"verb removed", func(l *Live) { l.SourceRoles[0].Rules[0].Verbs = []string{"get", "list"} }, notApps},
+		{"binding deleted", func(l *Live) { l.SourceRoleBindings = l.SourceRoleBindings[1:] }, notApps},
+		{"binding to another subject", func(l *Live) { l.SourceRoleBindings[0].Subjects[0].Name = "someone" }, notApps},
+		{"Role deleted", func(l *Live) { l.SourceRoles = l.SourceRoles[:1] }, []cabundle.Source{all[1]}},
+		{"annotation names an object in another namespace", func(l *Live) {
+			l.SourceRoles[0].Annotations[SourcesAnnotation] += ",Secret/elsewhere/api-ca/ca.crt"
+		}, all},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := liveFrom(t, c)
+			tc.tamper(l)
+			if got := l.Sources(); !slices.Equal(got, tc.want) {
+				t.Errorf("Sources() = %v\nwant %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestLiveConfig(t *testing.T) {
+	c := testConfig()
+	c.MemoryLimit = "0.5Gi"
+	got := liveFrom(t, c).Config()
+	want := c
+	want.Sources = sortedSources(c.Sources)
+	want.MemoryLimit = "512Mi" // canonical form
+	if !sameJSON(got, want) {
+		t.Errorf("Config() = %+v\nwant %+v", got, want)
+	}
+}
+
+func TestRolledOut(t *testing.T) {
+	two := int32(2)
+	d := func(gen, observed int64, replicas, updated, available int32) *appsv1.Deployment {
+		return &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Generation: gen},
+			Spec:       appsv1.DeploymentSpec{Replicas: &two},
+			Status:     appsv1.DeploymentStatus{ObservedGeneration: observed, Replicas: replicas, UpdatedReplicas: updated, AvailableReplicas: available},
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		d    *appsv1.Deployment
+		want bool
+	}{
+		{"done", d(3, 3, 2, 2, 2), true},
+		{"controller has not seen the spec", d(3, 2, 2, 2, 2), false},
+		{"old pod still there", d(3, 3, 3, 2, 3), false},
+		{"not yet available", d(3, 3, 2, 2, 1), false},
+		{"nothing yet", d(1, 0, 0, 0, 0), false},
+	} {
+		if got := RolledOut(tc.d); got != tc.want {
+			t.Errorf("%s: RolledOut = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
