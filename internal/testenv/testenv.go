@@ -258,7 +258,7 @@ func (e *Env) waitReady(ctx context.Context, limit time.Duration) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("kube-apiserver not ready after %s (last: %v); log: %s", limit, last, e.logTail("apiserver.log"))
+			return fmt.Errorf("kube-apiserver not ready after %s (last: %w); log: %s", limit, last, e.logTail("apiserver.log"))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
