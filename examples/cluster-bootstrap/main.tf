@@ -31,3 +31,13 @@ resource "kmshealth_apiservice_cabundle" "this" {
     }
   }
 }
+
+# The in-cluster reconciler: restores the caBundle within milliseconds of an
+# out-of-band overwrite, between applies. It may read exactly the source
+# object above (RBAC resourceNames) and no other Secret or ConfigMap.
+resource "kmshealth_reconciler" "this" {
+  namespace         = var.reconciler_namespace
+  create_namespace  = var.create_reconciler_namespace
+  ca_bundle_sources = [kmshealth_apiservice_cabundle.this.ca_bundle_source]
+  image             = var.reconciler_image
+}

@@ -29,3 +29,21 @@ variable "ca_source" {
     error_message = "ca_source.kind must be \"Secret\" or \"ConfigMap\"."
   }
 }
+
+variable "reconciler_namespace" {
+  description = "Namespace of the in-cluster reconciler."
+  type        = string
+  default     = "kmshealth-system"
+}
+
+variable "create_reconciler_namespace" {
+  description = "Create (and on destroy delete) the reconciler's namespace."
+  type        = bool
+  default     = true
+}
+
+variable "reconciler_image" {
+  description = "Reconciler image; null means the image whose tag is the provider's version."
+  type        = string
+  default     = null
+}

@@ -112,6 +112,9 @@ func run(ctx context.Context) error {
 	if err := show(ctx, agg); err != nil {
 		return err
 	}
+	if err := showInstall(ctx, env); err != nil {
+		return err
+	}
 
 	step("A plan right after apply is empty")
 	if err := runCLI(ctx, cli, 0, "plan", "-input=false", "-compact-warnings", "-detailed-exitcode"); err != nil {
@@ -163,7 +166,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 
-	step("%s destroy releases the caBundle and the annotation and deletes the inline ConfigMap", cliName)
+	step("%s destroy releases the caBundle and annotation, deletes the inline ConfigMap and uninstalls the reconciler", cliName)
 	if err := runCLI(ctx, cli, 0, "destroy", "-auto-approve", "-input=false", "-compact-warnings"); err != nil {
 		return err
 	}
@@ -325,4 +328,32 @@ func corruptAndWait(ctx context.Context, agg aggregator.Interface, good, rogue s
 		}
 	}
 	return 0, errors.New("caBundle not restored within 10s")
+}
+
+// showInstall lists what kmshealth_reconciler created (there is no kubelet
+// here, so its pods never run; the reconciler runs below as a local process).
+func showInstall(ctx context.Context, env *testenv.Env) error {
+	core := env.Clientset()
+	const ns = "kmshealth-system"
+	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=kmshealth"}
+	deps, err := core.AppsV1().Deployments(ns).List(ctx, sel)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("kmshealth_reconciler installed in namespace %s:\n", ns)
+	for _, d := range deps.Items {
+		c := d.Spec.Template.Spec.Containers[0]
+		fmt.Printf("  Deployment %s: %d replicas of %s %v, runAsNonRoot=%v readOnlyRootFilesystem=%v\n", d.Name, *d.Spec.Replicas, c.Image, c.Args,
+			*d.Spec.Template.Spec.SecurityContext.RunAsNonRoot, *c.SecurityContext.ReadOnlyRootFilesystem)
+	}
+	roles, err := core.RbacV1().Roles("").List(ctx, sel)
+	if err != nil {
+		return err
+	}
+	for _, r := range roles.Items {
+		for _, rule := range r.Rules {
+			fmt.Printf("  Role %s/%s: %v %v names=%v\n", r.Namespace, r.Name, rule.Verbs, rule.Resources, rule.ResourceNames)
+		}
+	}
+	return nil
 }
