@@ -2,14 +2,7 @@ package provider
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +15,7 @@ import (
 	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/testpki"
 )
 
 // env is the package's one control plane (TestMain).
@@ -114,25 +108,9 @@ type certOpts struct {
 // for a year.
 func newCertPEM(t *testing.T, cn string, o certOpts) string {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	b, err := testpki.CertPEM(cn, testpki.Options{NotAfter: o.notAfter, NotCA: o.notCA})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.notAfter.IsZero() {
-		o.notAfter = time.Now().Add(365 * 24 * time.Hour)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(time.Now().UnixNano()),
-		Subject:               pkix.Name{CommonName: cn},
-		NotBefore:             o.notAfter.Add(-2 * 365 * 24 * time.Hour),
-		NotAfter:              o.notAfter,
-		IsCA:                  !o.notCA,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	return string(b)
 }

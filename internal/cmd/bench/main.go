@@ -20,17 +20,10 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math/big"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -48,6 +41,7 @@ import (
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/testpki"
 )
 
 const usage = `usage: go run ./internal/cmd/bench plan [-resources=50] [-runs=7] [-cli=terraform,tofu]`
@@ -546,23 +540,6 @@ func loadAverage() string {
 
 // newCAPEM returns a fresh self-signed CA certificate valid for a year.
 func newCAPEM(cn string) (string, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return "", err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
-		return "", err
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: cn},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(365 * 24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return "", err
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})), nil
+	b, err := testpki.CertPEM(cn, testpki.Options{})
+	return string(b), err
 }

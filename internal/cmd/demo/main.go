@@ -10,16 +10,11 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net/http"
 	"os"
 	"os/exec"
@@ -35,6 +30,7 @@ import (
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/testpki"
 )
 
 const apiserviceName = "v1alpha1.packages.demo.kmshealth.io"
@@ -241,22 +237,7 @@ func copyModule(from, to string) error {
 }
 
 // demoCA returns a fresh self-signed CA certificate in PEM.
-func demoCA(cn string) string {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		panic(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(365 * 24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		panic(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-}
+func demoCA(cn string) string { return string(testpki.MustCertPEM(cn, testpki.Options{})) }
 
 type reconcilerProcess struct {
 	cmd  *exec.Cmd
