@@ -1,19 +1,12 @@
 package reconciler
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -56,13 +49,10 @@ func agg(t testing.TB) aggregator.Interface {
 	return c
 }
 
-// reconcilerProcess is one running `reconcile` process.
+// reconcilerProcess is one running `reconcile` process of the real binary.
 type reconcilerProcess struct {
-	cmd     *exec.Cmd
-	metrics string // http://127.0.0.1:port
-	health  string
-	log     *syncBuffer
-	done    chan struct{}
+	*devenv.Process
+	log *syncBuffer
 }
 
 type syncBuffer struct {
@@ -82,100 +72,36 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
-}
-
 // startReconciler runs the real binary against the test API server and
 // waits until it is ready (caches synced). It is stopped with SIGTERM when
-// the test ends.
+// the test ends; its log is printed when the test failed.
 func startReconciler(t testing.TB, args ...string) *reconcilerProcess {
 	t.Helper()
-	metricsAddr, healthAddr := freeAddr(t), freeAddr(t)
-	p := &reconcilerProcess{metrics: "http://" + metricsAddr, health: "http://" + healthAddr, log: &syncBuffer{}, done: make(chan struct{})}
-	base := []string{"reconcile", "--kubeconfig=" + env.Kubeconfig, "--namespace=default",
-		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=" + healthAddr}
-	p.cmd = exec.Command(binary, append(base, args...)...)
-	p.cmd.Stderr, p.cmd.Stdout = p.log, p.log
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
+	log := &syncBuffer{}
+	proc, err := devenv.StartReconcile(context.Background(), binary, log,
+		append([]string{"--kubeconfig=" + env.Kubeconfig, "--namespace=default"}, args...)...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
 	}
-	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	p := &reconcilerProcess{Process: proc, log: log}
 	t.Cleanup(func() {
-		p.stop()
+		p.Stop()
 		if t.Failed() {
-			t.Logf("reconciler log:\n%s", p.log.String())
+			t.Logf("reconciler log:\n%s", log.String())
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(p.health + "/readyz")
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
-			}
-		}
-		select {
-		case <-p.done:
-			t.Fatalf("reconciler exited: %s\n%s", p.cmd.ProcessState, p.log.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("reconciler not ready after 30s:\n%s", p.log.String())
-		}
-	}
-}
-
-func (p *reconcilerProcess) stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(15 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-}
-
-func (p *reconcilerProcess) running() bool {
-	select {
-	case <-p.done:
-		return false
-	default:
-		return true
-	}
+	return p
 }
 
 // metric returns the value of one series (name plus labels exactly as
-// exposed, e.g. `kmshealth_reconcile_errors_total{reason="source_invalid"}`),
-// 0 when absent.
+// exposed), 0 when absent.
 func (p *reconcilerProcess) metric(t testing.TB, series string) float64 {
 	t.Helper()
-	resp, err := http.Get(p.metrics + "/metrics")
+	v, err := p.Metric(series)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = resp.Body.Close() }()
-	body, _ := io.ReadAll(resp.Body)
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	for sc.Scan() {
-		line := sc.Text()
-		if rest, ok := strings.CutPrefix(line, series+" "); ok {
-			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-			if err != nil {
-				t.Fatalf("metric %s: %v", line, err)
-			}
-			return v
-		}
-	}
-	return 0
+	return v
 }
 
 // waitMetric waits until series equals want: a counter increments just

@@ -156,8 +156,8 @@ func TestReconcileLeaderElection(t *testing.T) {
 
 	// Kill the leader without letting it release the Lease.
 	killed := time.Now()
-	_ = replicas[leader].cmd.Process.Signal(syscall.SIGKILL)
-	<-replicas[leader].done
+	_ = replicas[leader].Cmd.Process.Signal(syscall.SIGKILL)
+	<-replicas[leader].Done()
 	newLeader := waitForLeader(t, name, leader, 20*time.Second)
 	t.Logf("leader %s killed; %s took over after %s (lease duration 4s)", leader, newLeader, time.Since(killed).Round(10*time.Millisecond))
 	corrupt(t, apiserviceName(name), bad)
@@ -202,7 +202,7 @@ func TestReconcileSurvivesAPIServerRestart(t *testing.T) {
 	if err := env.RestartAPIServer(context.Background(), func() { time.Sleep(5 * time.Second) }); err != nil {
 		t.Fatal(err)
 	}
-	if !p.running() {
+	if !p.Running() {
 		t.Fatalf("reconciler exited during the API server restart:\n%s", p.log.String())
 	}
 	corrupt(t, apiserviceName(name), bad)

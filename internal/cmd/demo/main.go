@@ -15,9 +15,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
@@ -152,12 +150,12 @@ func run(ctx context.Context) error {
 		fmt.Printf("corruption %d: ", i+1)
 		took, err := corruptAndWait(ctx, agg, ca, rogue)
 		if err != nil {
-			rec.stop()
+			rec.Stop()
 			return err
 		}
 		fmt.Printf("restored by the reconciler after %s\n", took.Round(100*time.Microsecond))
 	}
-	rec.stop()
+	rec.Stop()
 	if err := show(ctx, agg); err != nil {
 		return err
 	}
@@ -239,47 +237,20 @@ func copyModule(from, to string) error {
 // demoCA returns a fresh self-signed CA certificate in PEM.
 func demoCA(cn string) string { return string(testpki.MustCertPEM(cn, testpki.Options{})) }
 
-type reconcilerProcess struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
 // startReconciler runs `terraform-provider-kmshealth reconcile` against the
 // demo control plane and waits for it to report ready.
-func startReconciler(ctx context.Context, bin string, env *testenv.Env) (*reconcilerProcess, error) {
+func startReconciler(ctx context.Context, bin string, env *testenv.Env) (*devenv.Process, error) {
 	logf, err := os.Create(filepath.Join(env.Dir, "reconciler.log"))
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, bin, "reconcile", "--kubeconfig="+env.Kubeconfig, "--namespace=default",
-		"--metrics-bind-address=127.0.0.1:18080", "--health-probe-bind-address=127.0.0.1:18081")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return nil, err
+	p, err := devenv.StartReconcile(ctx, bin, logf, "--kubeconfig="+env.Kubeconfig, "--namespace=default")
+	if err != nil {
+		return nil, fmt.Errorf("%w; see %s", err, logf.Name())
 	}
-	p := &reconcilerProcess{cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(p.done) }()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if resp, err := http.Get("http://127.0.0.1:18081/readyz"); err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				fmt.Printf("reconciler ready: metrics on http://127.0.0.1:18080/metrics, log %s\n", logf.Name())
-				time.Sleep(time.Second) // let it win the Lease
-				return p, nil
-			}
-		}
-	}
-	p.stop()
-	return nil, fmt.Errorf("reconciler not ready within 30s; see %s", logf.Name())
-}
-
-func (p *reconcilerProcess) stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(15 * time.Second):
-		_ = p.cmd.Process.Kill()
-	}
+	fmt.Printf("reconciler ready: metrics on %s, log %s\n", p.MetricsURL, logf.Name())
+	time.Sleep(time.Second) // let it win the Lease
+	return p, nil
 }
 
 // corruptAndWait overwrites the caBundle as a stale installer would and

@@ -11,24 +11,18 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -96,7 +90,7 @@ func run(corruptions, apiservices int, idle time.Duration, unrelated int) error 
 	if err != nil {
 		return err
 	}
-	defer p.stop()
+	defer p.Stop()
 
 	// (a) restore latency.
 	lat, err := b.restoreLatency(ctx, names[0], good, corruptions)
@@ -108,12 +102,12 @@ func run(corruptions, apiservices int, idle time.Duration, unrelated int) error 
 	fmt.Printf("    p50 %s  p99 %s  max %s\n\n", ms(pct(lat, 50)), ms(pct(lat, 99)), ms(lat[len(lat)-1]))
 
 	// (b) idle requests.
-	before, err := p.requests()
+	before, err := requests(p)
 	if err != nil {
 		return err
 	}
 	time.Sleep(idle)
-	after, err := p.requests()
+	after, err := requests(p)
 	if err != nil {
 		return err
 	}
@@ -142,7 +136,7 @@ func run(corruptions, apiservices int, idle time.Duration, unrelated int) error 
 	fmt.Printf("    all requests in the window: %s\n\n", strings.Join(detail, ", "))
 
 	// (c) RSS.
-	rss1, err := rssMiB(p.cmd.Process.Pid)
+	rss1, err := rssMiB(p.Cmd.Process.Pid)
 	if err != nil {
 		return err
 	}
@@ -152,7 +146,7 @@ func run(corruptions, apiservices int, idle time.Duration, unrelated int) error 
 	}
 	created := time.Since(start)
 	time.Sleep(5 * time.Second) // let any (unwanted) watch traffic land
-	rss2, err := rssMiB(p.cmd.Process.Pid)
+	rss2, err := rssMiB(p.Cmd.Process.Pid)
 	if err != nil {
 		return err
 	}
@@ -160,12 +154,12 @@ func run(corruptions, apiservices int, idle time.Duration, unrelated int) error 
 		rss1, apiservices, rss2, unrelated, unrelated, created.Round(time.Second))
 	var parts []string
 	for _, f := range []string{"RssAnon", "RssFile"} {
-		if v, err := statusMiB(p.cmd.Process.Pid, f); err == nil {
+		if v, err := statusMiB(p.Cmd.Process.Pid, f); err == nil {
 			parts = append(parts, fmt.Sprintf("%s %.1f MiB", f, v))
 		}
 	}
 	for _, s := range []string{"go_memstats_heap_inuse_bytes", "go_memstats_stack_inuse_bytes", "go_memstats_sys_bytes", "go_goroutines"} {
-		if v, err := p.series(s); err == nil {
+		if v, err := p.Metric(s); err == nil {
 			if strings.HasSuffix(s, "_bytes") {
 				parts = append(parts, fmt.Sprintf("%s %.1f MiB", strings.TrimSuffix(strings.TrimPrefix(s, "go_memstats_"), "_bytes"), v/(1<<20)))
 			} else {
@@ -287,112 +281,44 @@ func (b *bench) unrelated(ctx context.Context, n int) error {
 	}
 }
 
-type process struct {
-	cmd     *exec.Cmd
-	metrics string
-	done    chan struct{}
-}
-
-func (b *bench) start() (*process, error) {
-	addr := func() string {
-		l, _ := net.Listen("tcp", "127.0.0.1:0")
-		defer func() { _ = l.Close() }()
-		return l.Addr().String()
-	}
-	m, h := addr(), addr()
+func (b *bench) start() (*devenv.Process, error) {
 	logf, err := os.Create(filepath.Join(b.env.Dir, "reconciler.log"))
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(b.bin, "reconcile", "--kubeconfig="+b.env.Kubeconfig, "--namespace=default", "--leader-elect=true",
-		"--metrics-bind-address="+m, "--health-probe-bind-address="+h)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	p, err := devenv.StartReconcile(context.Background(), b.bin, logf,
+		"--kubeconfig="+b.env.Kubeconfig, "--namespace=default", "--leader-elect=true")
+	if err != nil {
 		return nil, err
 	}
-	p := &process{cmd: cmd, metrics: "http://" + m + "/metrics", done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(p.done) }()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) { // the process offers no watch for its own readiness
-		if resp, err := http.Get("http://" + h + "/readyz"); err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				// Leading and all source watches synced: the leader metric is 1
-				// and the first reconcile pass has run.
-				time.Sleep(3 * time.Second)
-				return p, nil
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	p.stop()
-	return nil, errors.New("reconciler not ready within 60s")
-}
-
-func (p *process) stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(15 * time.Second):
-		_ = p.cmd.Process.Kill()
-	}
-}
-
-// series returns one unlabelled series' value from /metrics.
-func (p *process) series(name string) (float64, error) {
-	resp, err := http.Get(p.metrics)
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			return strconv.ParseFloat(v, 64)
-		}
-	}
-	return 0, fmt.Errorf("no series %s", name)
+	// Ready means caches synced; give it the Lease and its first pass.
+	time.Sleep(3 * time.Second)
+	return p, nil
 }
 
 type requestKey struct{ verb, resource string }
 
-// requests scrapes kmshealth_kube_api_requests_total.
-func (p *process) requests() (map[requestKey]float64, error) {
-	resp, err := http.Get(p.metrics)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
+// requests returns kmshealth_kube_api_requests_total by verb and resource.
+func requests(p *devenv.Process) (map[requestKey]float64, error) {
+	all, err := p.Metrics()
 	if err != nil {
 		return nil, err
 	}
 	out := map[requestKey]float64{}
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	for sc.Scan() {
-		line, ok := strings.CutPrefix(sc.Text(), "kmshealth_kube_api_requests_total{")
+	for series, v := range all {
+		labels, ok := strings.CutPrefix(series, "kmshealth_kube_api_requests_total{")
 		if !ok {
 			continue
 		}
-		labels, value, _ := strings.Cut(line, "} ")
 		var k requestKey
-		for _, kv := range strings.Split(labels, ",") {
+		for _, kv := range strings.Split(strings.TrimSuffix(labels, "}"), ",") {
 			key, val, _ := strings.Cut(kv, "=")
-			val = strings.Trim(val, `"`)
-			switch key {
+			switch val = strings.Trim(val, `"`); key {
 			case "verb":
 				k.verb = val
 			case "resource":
 				k.resource = val
 			}
-		}
-		v, err := strconv.ParseFloat(value, 64)
-		if err != nil {
-			return nil, err
 		}
 		out[k] = v
 	}

@@ -1,0 +1,138 @@
+package devenv
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Process is a running `terraform-provider-kmshealth reconcile`, for the
+// demo, the benchmarks and the integration tests.
+type Process struct {
+	Cmd        *exec.Cmd
+	MetricsURL string // http://127.0.0.1:<port>/metrics
+	HealthURL  string // http://127.0.0.1:<port>
+	done       chan struct{}
+}
+
+// StartReconcile runs bin in reconcile mode with args plus metrics and
+// health addresses on free loopback ports, writing its log to out, and
+// returns once /readyz answers ok (caches synced).
+func StartReconcile(ctx context.Context, bin string, out io.Writer, args ...string) (*Process, error) {
+	metrics, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	health, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	args = append([]string{"reconcile", "--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + health}, args...)
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	// The reconciler never outlives whoever started it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &Process{Cmd: cmd, MetricsURL: "http://" + metrics + "/metrics", HealthURL: "http://" + health, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	// The process offers no watch for its own readiness.
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(p.HealthURL + "/readyz"); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p, nil
+			}
+		}
+		select {
+		case <-p.done:
+			return nil, fmt.Errorf("reconciler exited: %s", cmd.ProcessState)
+		case <-ctx.Done():
+			p.Stop()
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	p.Stop()
+	return nil, fmt.Errorf("reconciler not ready within 60s")
+}
+
+// Stop sends SIGTERM (the reconciler releases its Lease) and kills the
+// process if it has not exited after 15 s.
+func (p *Process) Stop() {
+	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		_ = p.Cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// Done is closed when the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Running reports whether the process is still alive.
+func (p *Process) Running() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Metrics returns every series on /metrics: name{labels} -> value.
+func (p *Process) Metrics() (map[string]float64, error) {
+	resp, err := http.Get(p.MetricsURL)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			return nil, fmt.Errorf("metric line %q: %w", line, err)
+		}
+		out[line[:i]] = v
+	}
+	return out, sc.Err()
+}
+
+// Metric returns one series (name plus labels exactly as exposed, e.g.
+// `kmshealth_reconcile_errors_total{reason="apply"}`), 0 when absent.
+func (p *Process) Metric(series string) (float64, error) {
+	m, err := p.Metrics()
+	return m[series], err
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String(), nil
+}
