@@ -1,0 +1,161 @@
+package kmshealth
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+)
+
+// AggregatorFieldManager owns KMSPluginsDegraded: the reconciler's field
+// manager, the same as every other kmshealth write.
+const AggregatorFieldManager = "kmshealth"
+
+//go:embed crd.yaml
+var crdYAML []byte
+
+// CRDGVR is where CustomResourceDefinitions live.
+var CRDGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// CRD returns the KMSHealth CustomResourceDefinition, ready to apply.
+func CRD() *unstructured.Unstructured {
+	var obj map[string]any
+	if err := yaml.Unmarshal(crdYAML, &obj); err != nil {
+		panic(fmt.Sprintf("embedded crd.yaml: %v", err)) // covered by a unit test
+	}
+	return &unstructured.Unstructured{Object: obj}
+}
+
+// ResolveKind returns the Kind of the target's resource, which a
+// server-side apply body must carry. The default target needs no request.
+func ResolveKind(ctx context.Context, disc discovery.DiscoveryInterface, t Target) (string, error) {
+	if t.IsDefault() {
+		return Kind, nil
+	}
+	gv := schema.GroupVersion{Group: t.Group, Version: t.Version}.String()
+	list, err := disc.ServerResourcesForGroupVersion(gv)
+	if err != nil {
+		return "", fmt.Errorf("discover %s for target %s: %w", gv, t, err)
+	}
+	for _, r := range list.APIResources {
+		if r.Name == t.Resource {
+			if r.Namespaced {
+				return "", fmt.Errorf("target %s: %s is namespaced; the target must be a cluster-scoped object", t, t.Resource)
+			}
+			return r.Kind, nil
+		}
+	}
+	return "", fmt.Errorf("target %s: the API server serves no resource %q in %s", t, t.Resource, gv)
+}
+
+// ApplyCondition server-side applies one condition entry on the target's
+// status as fieldManager, forcing ownership of that entry (each entry has
+// exactly one writer by design). Other entries and fields are untouched.
+func ApplyCondition(ctx context.Context, dyn dynamic.Interface, t Target, kind string, c metav1.Condition, fieldManager string) error {
+	entry, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&c)
+	if err != nil {
+		return fmt.Errorf("convert condition %s: %w", c.Type, err)
+	}
+	body := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": schema.GroupVersion{Group: t.Group, Version: t.Version}.String(),
+		"kind":       kind,
+		"metadata":   map[string]any{"name": t.Name},
+		"status":     map[string]any{"conditions": []any{entry}},
+	}}
+	_, err = dyn.Resource(t.GVR()).Apply(ctx, t.Name, body, metav1.ApplyOptions{FieldManager: fieldManager, Force: true}, "status")
+	if err != nil {
+		return fmt.Errorf("apply condition %s on %s: %w", c.Type, t, err)
+	}
+	return nil
+}
+
+// Conditions returns the target object's status.conditions. Entries that do
+// not decode as metav1.Condition are skipped; the object is returned too.
+func Conditions(obj *unstructured.Unstructured) []metav1.Condition {
+	raw, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	out := make([]metav1.Condition, 0, len(raw))
+	for _, r := range raw {
+		m, ok := r.(map[string]any)
+		if !ok {
+			continue
+		}
+		var c metav1.Condition
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &c); err != nil {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// GetTarget reads the target object.
+func GetTarget(ctx context.Context, dyn dynamic.Interface, t Target) (*unstructured.Unstructured, error) {
+	obj, err := dyn.Resource(t.GVR()).Get(ctx, t.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("read target %s: %w", t, err)
+	}
+	return obj, nil
+}
+
+// RemoveConditions deletes the condition entries whose type satisfies drop
+// from obj (the target as last read), by a JSON patch on the status
+// subresource that first tests each entry's position and type, so a
+// concurrent change makes it fail instead of removing the wrong entry. It
+// returns the removed types; a NotFound target removes nothing.
+func RemoveConditions(ctx context.Context, dyn dynamic.Interface, t Target, obj *unstructured.Unstructured, drop func(conditionType string) bool) ([]string, error) {
+	raw, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	type op struct {
+		Op    string `json:"op"`
+		Path  string `json:"path"`
+		Value any    `json:"value,omitempty"`
+	}
+	var ops []op
+	var removed []string
+	for i := len(raw) - 1; i >= 0; i-- { // back to front: indices stay valid
+		m, _ := raw[i].(map[string]any)
+		typ, _ := m["type"].(string)
+		if !drop(typ) {
+			continue
+		}
+		path := "/status/conditions/" + strconv.Itoa(i)
+		ops = append(ops, op{Op: "test", Path: path + "/type", Value: typ}, op{Op: "remove", Path: path})
+		removed = append(removed, typ)
+	}
+	if len(ops) == 0 {
+		return nil, nil
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return nil, err
+	}
+	_, err = dyn.Resource(t.GVR()).Patch(ctx, t.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: AggregatorFieldManager}, "status")
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("remove conditions %v from %s: %w", removed, t, err)
+	}
+	return removed, nil
+}
+
+// IsOurs reports whether a condition type is written by kmshealth (a
+// reporter or the aggregator).
+func IsOurs(conditionType string) bool {
+	_, reporter := NodeFromConditionType(conditionType)
+	return reporter || conditionType == DegradedCondition
+}
+
+// ErrNoTarget says the target object does not exist.
+var ErrNoTarget = errors.New("target object does not exist")
