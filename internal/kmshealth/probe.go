@@ -80,7 +80,12 @@ func (r Result) Plugin() Plugin {
 		p.Detail = truncate(r.Err.Error(), MaxDetailBytes)
 		return p
 	}
-	p.KEKID = truncate(r.KEKID, MaxDetailBytes)
+	// A key id is kept whole while it is valid (under MaxKEKIDBytes), so two
+	// ids that differ only at the end never look alike.
+	p.KEKID = r.KEKID
+	if len(p.KEKID) >= MaxKEKIDBytes {
+		p.KEKID = truncate(p.KEKID, MaxDetailBytes)
+	}
 	var problems []string
 	if r.Healthz != "ok" {
 		problems = append(problems, fmt.Sprintf("healthz %q, want \"ok\"", truncate(r.Healthz, 128)))

@@ -31,6 +31,9 @@ func ParseSocket(endpoint string) (Socket, error) {
 	if m == nil {
 		return Socket{}, fmt.Errorf("KMS socket %q: must match %s, e.g. unix://%s/kms-1.sock", endpoint, SocketPattern, SocketDir)
 	}
+	if _, err := strconv.ParseUint(m[1], 10, 64); err != nil {
+		return Socket{}, fmt.Errorf("KMS socket %q: the key number %s is too large", endpoint, m[1])
+	}
 	return Socket{KeyID: normalizeKeyID(m[1]), Endpoint: endpoint, Path: endpoint[len("unix://"):]}, nil
 }
 
@@ -45,6 +48,9 @@ func SocketsInDir(dir string) ([]Socket, error) {
 	for _, e := range entries {
 		m := socketFile.FindStringSubmatch(e.Name())
 		if m == nil || e.IsDir() {
+			continue
+		}
+		if _, err := strconv.ParseUint(m[1], 10, 64); err != nil {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())

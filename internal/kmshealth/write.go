@@ -4,18 +4,23 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/yaml"
 )
 
@@ -157,5 +162,66 @@ func IsOurs(conditionType string) bool {
 	return reporter || conditionType == DegradedCondition
 }
 
-// ErrNoTarget says the target object does not exist.
-var ErrNoTarget = errors.New("target object does not exist")
+// InstallCRD applies the KMSHealth CRD as fieldManager and waits, by a
+// watch, until the API server reports it Established.
+func InstallCRD(ctx context.Context, dyn dynamic.Interface, fieldManager string) error {
+	crd := CRD()
+	if _, err := dyn.Resource(CRDGVR).Apply(ctx, crd.GetName(), crd, metav1.ApplyOptions{FieldManager: fieldManager, Force: true}); err != nil {
+		return fmt.Errorf("apply CRD %s: %w", CRDName, err)
+	}
+	sel := fields.OneTermEqualSelector("metadata.name", CRDName).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			return dyn.Resource(CRDGVR).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel
+			return dyn.Resource(CRDGVR).Watch(ctx, o)
+		},
+	}
+	established := func(obj runtime.Object) bool {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return false
+		}
+		for _, c := range Conditions(u) {
+			if c.Type == "Established" && c.Status == metav1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	}
+	_, err := watchtools.UntilWithSync(ctx, lw, &unstructured.Unstructured{}, func(s cache.Store) (bool, error) {
+		for _, o := range s.List() {
+			if established(o.(runtime.Object)) {
+				return true, nil
+			}
+		}
+		return false, nil
+	}, func(e watch.Event) (bool, error) { return established(e.Object), nil })
+	if err != nil {
+		return fmt.Errorf("CRD %s not established: %w", CRDName, err)
+	}
+	return nil
+}
+
+// EnsureObject creates the (empty) KMSHealth object t.Name if it does not
+// exist. Right after the CRD is established the resource may take a moment
+// to be served; NotFound is retried until ctx ends.
+func EnsureObject(ctx context.Context, dyn dynamic.Interface, t Target, fieldManager string) error {
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": Group + "/" + Version, "kind": Kind,
+		"metadata": map[string]any{"name": t.Name},
+	}}
+	return wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		_, err := dyn.Resource(t.GVR()).Apply(ctx, t.Name, obj, metav1.ApplyOptions{FieldManager: fieldManager})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("create %s: %w", t, err)
+		}
+		return true, nil
+	})
+}
