@@ -14,6 +14,7 @@ import (
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/provider"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconciler"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/reporter"
 )
 
 // version is set at build time: -ldflags "-X main.version=v1.2.3". The
@@ -47,8 +48,7 @@ func runMode(mode string, args []string) int {
 	case "reconcile":
 		return reconciler.Main(version, args)
 	case "report":
-		fmt.Fprintf(os.Stderr, "terraform-provider-kmshealth %s: mode %q is not available in this version\n", version, mode)
-		return 2
+		return reporter.Main(version, args)
 	default:
 		fmt.Fprintf(os.Stderr, "terraform-provider-kmshealth: unknown mode %q; run without arguments to serve the provider, or use reconcile, report or version\n", mode)
 		return 2

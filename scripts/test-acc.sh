@@ -16,7 +16,7 @@ export TF_ACC=1 TF_ACC_TERRAFORM_PATH="$bin" TF_CLI_CONFIG_FILE="$tmp/empty.tfrc
 if [ "$cli" = tofu ]; then
   export TF_ACC_PROVIDER_NAMESPACE=hashicorp TF_ACC_PROVIDER_HOST=registry.opentofu.org
 fi
-version=$("$bin" version | head -1)
+version=$("$bin" version | sed -n 1p)
 start=$SECONDS
 set +e
 go test ./... -run '^TestAcc' -count=1 -v -timeout 40m >"$tmp/log" 2>&1

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -15,8 +16,8 @@ import (
 	"time"
 )
 
-// Process is a running `terraform-provider-kmshealth reconcile`, for the
-// demo, the benchmarks and the integration tests.
+// Process is a running `terraform-provider-kmshealth reconcile` or
+// `report`, for the demo, the benchmarks and the integration tests.
 type Process struct {
 	Cmd        *exec.Cmd
 	MetricsURL string // http://127.0.0.1:<port>/metrics
@@ -28,6 +29,27 @@ type Process struct {
 // health addresses on free loopback ports, writing its log to out, and
 // returns once /readyz answers ok (caches synced).
 func StartReconcile(ctx context.Context, bin string, out io.Writer, args ...string) (*Process, error) {
+	return start(ctx, out, "/readyz", func(metrics, health string) []string {
+		return append([]string{bin, "reconcile", "--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + health}, args...)
+	})
+}
+
+// StartReport runs bin in report mode as one control-plane node: in its own
+// mount namespace with socketDir bind-mounted over /var/run/kmsplugin, so
+// every node keeps the production socket paths (root required). It returns
+// once /healthz answers.
+func StartReport(ctx context.Context, bin string, out io.Writer, socketDir string, args ...string) (*Process, error) {
+	if err := os.MkdirAll("/var/run/kmsplugin", 0o755); err != nil {
+		return nil, fmt.Errorf("mount point for the reporters' sockets: %w", err)
+	}
+	return start(ctx, out, "/healthz", func(metrics, health string) []string {
+		return append([]string{"unshare", "--mount", "--propagation", "private", "--",
+			"sh", "-c", `mount --bind "$0" /var/run/kmsplugin && exec "$@"`, socketDir,
+			bin, "report", "--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + health}, args...)
+	})
+}
+
+func start(ctx context.Context, out io.Writer, readyPath string, argv func(metrics, health string) []string) (*Process, error) {
 	metrics, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -36,10 +58,10 @@ func StartReconcile(ctx context.Context, bin string, out io.Writer, args ...stri
 	if err != nil {
 		return nil, err
 	}
-	args = append([]string{"reconcile", "--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + health}, args...)
-	cmd := exec.Command(bin, args...)
+	args := argv(metrics, health)
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdout, cmd.Stderr = out, out
-	// The reconciler never outlives whoever started it.
+	// The process never outlives whoever started it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -49,7 +71,7 @@ func StartReconcile(ctx context.Context, bin string, out io.Writer, args ...stri
 	// The process offers no watch for its own readiness.
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		if resp, err := http.Get(p.HealthURL + "/readyz"); err == nil {
+		if resp, err := http.Get(p.HealthURL + readyPath); err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return p, nil
@@ -57,7 +79,7 @@ func StartReconcile(ctx context.Context, bin string, out io.Writer, args ...stri
 		}
 		select {
 		case <-p.done:
-			return nil, fmt.Errorf("reconciler exited: %s", cmd.ProcessState)
+			return nil, fmt.Errorf("%s exited: %s", args[0], cmd.ProcessState)
 		case <-ctx.Done():
 			p.Stop()
 			return nil, ctx.Err()
@@ -65,7 +87,7 @@ func StartReconcile(ctx context.Context, bin string, out io.Writer, args ...stri
 		}
 	}
 	p.Stop()
-	return nil, fmt.Errorf("reconciler not ready within 60s")
+	return nil, fmt.Errorf("%s not ready within 60s", strings.Join(args, " "))
 }
 
 // Stop sends SIGTERM (the reconciler releases its Lease) and kills the

@@ -1,8 +1,6 @@
 package reconciler
 
 import (
-	"net/http"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -57,40 +55,7 @@ func newMetrics() *metrics {
 
 func (m *metrics) synced() { m.lastSync.Store(time.Now().UnixNano()) }
 
-// countRequests wraps the client transport to count requests by verb and
-// resource, so the idle benchmark can prove there is no polling.
-func (m *metrics) countRequests(rt http.RoundTripper) http.RoundTripper {
-	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-		verb := req.Method
-		if req.URL.Query().Get("watch") == "true" || req.URL.Query().Get("watch") == "1" {
-			verb = "WATCH"
-		}
-		m.requests.WithLabelValues(verb, resourceOf(req.URL.Path)).Inc()
-		return rt.RoundTrip(req)
-	})
-}
-
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// resourceOf extracts the resource from an API path:
-// /api/v1/namespaces/ns/secrets/x -> secrets; /apis/g/v/apiservices/x -> apiservices.
-func resourceOf(path string) string {
-	parts := strings.Split(strings.Trim(path, "/"), "/")
-	switch {
-	case len(parts) >= 2 && parts[0] == "api":
-		parts = parts[2:]
-	case len(parts) >= 3 && parts[0] == "apis":
-		parts = parts[3:]
-	default:
-		return "other"
-	}
-	if len(parts) >= 2 && parts[0] == "namespaces" {
-		parts = parts[2:]
-	}
-	if len(parts) == 0 {
-		return "namespaces"
-	}
-	return parts[0]
+// countRequests counts one request to the API server.
+func (m *metrics) countRequests(verb, resource string) {
+	m.requests.WithLabelValues(verb, resource).Inc()
 }

@@ -13,9 +13,11 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 )
 
 // Options are the reconcile mode's flags. Validate runs before anything
@@ -33,7 +35,17 @@ type Options struct {
 	HealthProbeBindAddress string
 	FieldManager           string
 	Workers                int
+	// KMS health aggregator.
+	KMSAggregator    bool
+	KMSTarget        string
+	KMSMaxStaleness  time.Duration
+	KMSExpectedNodes string // label selector of the Nodes that must report
 }
+
+// DefaultKMSExpectedNodes selects control-plane Nodes, where the reporter
+// DaemonSet runs by default.
+const DefaultKMSExpectedNodes = "node-role.kubernetes.io/control-plane"
+
 
 // DefaultNamespace is used when neither --namespace nor POD_NAMESPACE is set.
 const DefaultNamespace = "kmshealth-system"
@@ -57,6 +69,10 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", `address for /healthz and /readyz; "0" disables it`)
 	fs.StringVar(&o.FieldManager, "field-manager", cabundle.DefaultFieldManager, "server-side apply field manager; must match the provider's")
 	fs.IntVar(&o.Workers, "workers", 2, "concurrent reconciles")
+	fs.BoolVar(&o.KMSAggregator, "kms-aggregator", true, "roll the KMS reporters' node conditions up into KMSPluginsDegraded and remove those of deleted Nodes")
+	fs.StringVar(&o.KMSTarget, "kms-target", kmshealth.DefaultTarget().String(), "group/version/resource/name of the object whose status.conditions the reporters write")
+	fs.DurationVar(&o.KMSMaxStaleness, "kms-max-staleness", kmshealth.StalenessFactor*kmshealth.DefaultInterval, "a node whose last check is older than this is stale (4 × the reporters' --interval)")
+	fs.StringVar(&o.KMSExpectedNodes, "kms-expected-nodes", DefaultKMSExpectedNodes, `label selector of the Nodes that must report; "" means only the Nodes that have reported`)
 }
 
 // Validate reports every bad flag at once, each naming the flag.
@@ -92,6 +108,17 @@ func (o *Options) Validate() error {
 	}
 	if o.FieldManager == "" || len(o.FieldManager) > 128 {
 		errs = append(errs, fmt.Errorf("--field-manager=%q: must be 1 to 128 characters", o.FieldManager))
+	}
+	if o.KMSAggregator {
+		if _, err := kmshealth.ParseTarget(o.KMSTarget); err != nil {
+			errs = append(errs, fmt.Errorf("--kms-target: %w", err))
+		}
+		if o.KMSMaxStaleness <= 0 {
+			errs = append(errs, fmt.Errorf("--kms-max-staleness=%s: must be positive", o.KMSMaxStaleness))
+		}
+		if _, err := labels.Parse(o.KMSExpectedNodes); err != nil {
+			errs = append(errs, fmt.Errorf("--kms-expected-nodes=%q: %w", o.KMSExpectedNodes, err))
+		}
 	}
 	if o.Workers < 1 {
 		errs = append(errs, fmt.Errorf("--workers=%d: must be at least 1", o.Workers))

@@ -57,20 +57,3 @@ func TestOptionsValidate(t *testing.T) {
 		})
 	}
 }
-
-func TestResourceOf(t *testing.T) {
-	tests := map[string]string{
-		"/api/v1/namespaces/default/secrets/x":                       "secrets",
-		"/api/v1/namespaces/default/configmaps":                      "configmaps",
-		"/api/v1/namespaces/default":                                 "namespaces",
-		"/api/v1/events":                                             "events",
-		"/apis/apiregistration.k8s.io/v1/apiservices/v1.example.com": "apiservices",
-		"/apis/coordination.k8s.io/v1/namespaces/ns/leases/l":        "leases",
-		"/healthz": "other",
-	}
-	for path, want := range tests {
-		if got := resourceOf(path); got != want {
-			t.Errorf("resourceOf(%q) = %q, want %q", path, got, want)
-		}
-	}
-}

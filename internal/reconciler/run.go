@@ -2,25 +2,24 @@ package reconciler
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -28,6 +27,7 @@ import (
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/incluster"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 )
 
@@ -57,12 +57,12 @@ func Main(version string, args []string) int {
 // Run runs the reconciler until ctx ends, then releases the Lease.
 func Run(ctx context.Context, o Options, version string, log *slog.Logger) error {
 	m := newMetrics()
-	cfg, err := restConfig(o.Kubeconfig, "kmshealth-reconciler/"+version)
+	cfg, err := incluster.RESTConfig(o.Kubeconfig, "kmshealth-reconciler/"+version)
 	if err != nil {
 		return err
 	}
 	cfg = rest.CopyConfig(cfg)
-	cfg.Wrap(m.countRequests)
+	cfg.Wrap(kube.CountRequests(m.countRequests))
 	core, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -87,13 +87,31 @@ func Run(ctx context.Context, o Options, version string, log *slog.Logger) error
 		Help: "Source Secrets/ConfigMaps watched (one field-selected watch per object named by an APIService).",
 	}, func() float64 { return float64(ctl.sources.count()) }))
 	ctl.start(ctx)
+	ready := ctl.hasSynced
+	var kms *kmsAggregator
+	if o.KMSAggregator {
+		dyn, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		meta, err := metadata.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		if kms, err = newKMSAggregator(dyn, meta, o, m, log); err != nil {
+			return err
+		}
+		defer kms.shutdown()
+		kms.start(ctx)
+		ready = func() bool { return ctl.hasSynced() && kms.hasSynced() }
+	}
 
-	if err := serve(ctx, o.HealthProbeBindAddress, healthMux(ctl.hasSynced), log); err != nil {
+	if err := incluster.Serve(ctx, o.HealthProbeBindAddress, healthMux(ready), log); err != nil {
 		return err
 	}
 	metricsMux := http.NewServeMux()
 	metricsMux.Handle("/metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
-	if err := serve(ctx, o.MetricsBindAddress, metricsMux, log); err != nil {
+	if err := incluster.Serve(ctx, o.MetricsBindAddress, metricsMux, log); err != nil {
 		return err
 	}
 	log.Info("started", "leaderElect", o.LeaderElect, "identity", o.Identity)
@@ -101,6 +119,9 @@ func Run(ctx context.Context, o Options, version string, log *slog.Logger) error
 	lead := func(ctx context.Context) {
 		m.leader.Set(1)
 		defer m.leader.Set(0)
+		if kms != nil {
+			go kms.run(ctx)
+		}
 		ctl.run(ctx, o.Workers)
 	}
 	if !o.LeaderElect {
@@ -135,18 +156,6 @@ func Run(ctx context.Context, o Options, version string, log *slog.Logger) error
 	return nil
 }
 
-func restConfig(kubeconfig, userAgent string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		cfg, err := rest.InClusterConfig()
-		if err != nil {
-			return nil, fmt.Errorf("in-cluster configuration (pass --kubeconfig when running outside a pod): %w", err)
-		}
-		cfg.UserAgent, cfg.QPS, cfg.Burst = userAgent, 50, 100
-		return cfg, nil
-	}
-	return kube.Config{ConfigPath: kubeconfig}.RESTConfig(userAgent)
-}
-
 func healthMux(ready func() bool) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
@@ -158,32 +167,6 @@ func healthMux(ready func() bool) *http.ServeMux {
 		_, _ = w.Write([]byte("ok"))
 	})
 	return mux
-}
-
-// serve listens now (so a bad address fails at start) and serves until ctx
-// ends. "0" disables.
-func serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
-	if addr == "0" {
-		return nil
-	}
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-	go func() {
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("http server", "address", addr, "error", err.Error())
-		}
-	}()
-	log.Info("serving", "address", l.Addr().String())
-	return nil
 }
 
 func metaFor(name, namespace string) metav1.ObjectMeta {

@@ -99,7 +99,7 @@ func run(corruptions, apiservices int, idle time.Duration, unrelated int) error 
 	}
 	slices.Sort(lat)
 	fmt.Printf("(a) drift restore, %d corruptions of one managed APIService (from the corrupting write's response to the watch event of the restored bundle)\n", len(lat))
-	fmt.Printf("    p50 %s  p99 %s  max %s\n\n", ms(pct(lat, 50)), ms(pct(lat, 99)), ms(lat[len(lat)-1]))
+	fmt.Printf("    %s\n\n", devenv.Latencies(lat).Summary())
 
 	// (b) idle requests.
 	before, err := requests(p)
@@ -136,7 +136,7 @@ func run(corruptions, apiservices int, idle time.Duration, unrelated int) error 
 	fmt.Printf("    all requests in the window: %s\n\n", strings.Join(detail, ", "))
 
 	// (c) RSS.
-	rss1, err := rssMiB(p.Cmd.Process.Pid)
+	rss1, err := devenv.StatusMiB(p.Cmd.Process.Pid, "VmRSS")
 	if err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func run(corruptions, apiservices int, idle time.Duration, unrelated int) error 
 	}
 	created := time.Since(start)
 	time.Sleep(5 * time.Second) // let any (unwanted) watch traffic land
-	rss2, err := rssMiB(p.Cmd.Process.Pid)
+	rss2, err := devenv.StatusMiB(p.Cmd.Process.Pid, "VmRSS")
 	if err != nil {
 		return err
 	}
@@ -154,7 +154,7 @@ func run(corruptions, apiservices int, idle time.Duration, unrelated int) error 
 		rss1, apiservices, rss2, unrelated, unrelated, created.Round(time.Second))
 	var parts []string
 	for _, f := range []string{"RssAnon", "RssFile"} {
-		if v, err := statusMiB(p.Cmd.Process.Pid, f); err == nil {
+		if v, err := devenv.StatusMiB(p.Cmd.Process.Pid, f); err == nil {
 			parts = append(parts, fmt.Sprintf("%s %.1f MiB", f, v))
 		}
 	}
@@ -324,29 +324,5 @@ func requests(p *devenv.Process) (map[requestKey]float64, error) {
 	}
 	return out, nil
 }
-
-func rssMiB(pid int) (float64, error) { return statusMiB(pid, "VmRSS") }
-
-// statusMiB reads one kB field of /proc/<pid>/status (VmRSS, RssAnon, RssFile).
-func statusMiB(pid int, field string) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, field+":"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			return kb / 1024, err
-		}
-	}
-	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
-}
-
-func pct(sorted []time.Duration, p int) time.Duration {
-	i := (len(sorted)*p+99)/100 - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
-}
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
 
 func newCA(cn string) []byte { return testpki.MustCertPEM(cn, testpki.Options{}) }

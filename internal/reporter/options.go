@@ -1,0 +1,122 @@
+// Package reporter is the `report` mode of the provider binary: on one
+// control-plane node, probe every local KMS v2 plugin each tick and write
+// the node's KMSHealthReporter_<node> condition on the target object. It
+// starts without the API server, keeps probing through outages and drops a
+// write it cannot deliver instead of queueing it.
+package reporter
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
+)
+
+// Options are the report mode's flags. Validate runs before anything starts.
+type Options struct {
+	Kubeconfig             string
+	NodeName               string
+	Sockets                []string // --kms-socket, repeatable
+	SocketDir              string
+	Interval               time.Duration
+	ReadTimeout            time.Duration
+	WriteTimeout           time.Duration
+	Target                 string
+	HealthProbeBindAddress string
+	MetricsBindAddress     string
+}
+
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// Bind registers the flags on fs, with defaults.
+func (o *Options) Bind(fs *flag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means in-cluster configuration")
+	fs.StringVar(&o.NodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name, from the downward API (default $NODE_NAME)")
+	fs.Var((*stringList)(&o.Sockets), "kms-socket", "a KMS v2 plugin endpoint, unix:///var/run/kmsplugin/kms-<keyID>.sock; repeat for each plugin")
+	fs.StringVar(&o.SocketDir, "socket-dir", "", "probe every kms-<keyID>.sock in this directory instead of --kms-socket (listed each tick)")
+	fs.DurationVar(&o.Interval, "interval", kmshealth.DefaultInterval, "probe and write every interval, with 10% jitter")
+	fs.DurationVar(&o.ReadTimeout, "read-timeout", kmshealth.DefaultReadTimeout, "timeout of each plugin's Status call")
+	fs.DurationVar(&o.WriteTimeout, "write-timeout", kmshealth.DefaultWriteTimeout, "timeout of each condition write; a write that misses it is dropped")
+	fs.StringVar(&o.Target, "target", kmshealth.DefaultTarget().String(), "group/version/resource/name of the cluster-scoped object whose status.conditions receive the report")
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8082", `address for /healthz; "0" disables it`)
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", "0", `address for /metrics; "0" disables it`)
+}
+
+// Validate reports every bad flag at once, each naming the flag.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.Kubeconfig != "" {
+		if _, err := os.Stat(o.Kubeconfig); err != nil {
+			errs = append(errs, fmt.Errorf("--kubeconfig: %w", err))
+		}
+	}
+	if o.NodeName == "" {
+		errs = append(errs, errors.New("--node-name: required (set NODE_NAME from the downward API: fieldRef spec.nodeName)"))
+	} else if err := kmshealth.ValidateNodeName(o.NodeName); err != nil {
+		errs = append(errs, fmt.Errorf("--node-name: %w", err))
+	}
+	switch {
+	case len(o.Sockets) == 0 && o.SocketDir == "":
+		errs = append(errs, fmt.Errorf("--kms-socket or --socket-dir: one is required, e.g. --kms-socket=unix://%s/kms-1.sock", kmshealth.SocketDir))
+	case len(o.Sockets) > 0 && o.SocketDir != "":
+		errs = append(errs, errors.New("--kms-socket and --socket-dir: use one, not both"))
+	}
+	seen := map[string]string{}
+	for _, s := range o.Sockets {
+		sock, err := kmshealth.ParseSocket(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--kms-socket: %w", err))
+			continue
+		}
+		if prev, dup := seen[sock.KeyID]; dup {
+			errs = append(errs, fmt.Errorf("--kms-socket=%s: keyID %s already given by %s", s, sock.KeyID, prev))
+		}
+		seen[sock.KeyID] = s
+	}
+	if o.Interval < kmshealth.MinInterval {
+		errs = append(errs, fmt.Errorf("--interval=%s: must be at least %s", o.Interval, kmshealth.MinInterval))
+	}
+	if o.ReadTimeout <= 0 || o.ReadTimeout >= o.Interval {
+		errs = append(errs, fmt.Errorf("--read-timeout=%s: must be positive and shorter than --interval (%s)", o.ReadTimeout, o.Interval))
+	}
+	if o.WriteTimeout <= 0 || o.WriteTimeout >= o.Interval {
+		errs = append(errs, fmt.Errorf("--write-timeout=%s: must be positive and shorter than --interval (%s)", o.WriteTimeout, o.Interval))
+	}
+	if _, err := kmshealth.ParseTarget(o.Target); err != nil {
+		errs = append(errs, fmt.Errorf("--target: %w", err))
+	}
+	for flagName, addr := range map[string]string{"--health-probe-bind-address": o.HealthProbeBindAddress, "--metrics-bind-address": o.MetricsBindAddress} {
+		if addr == "0" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: want host:port, :port or 0: %w", flagName, addr, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sockets returns the sockets to probe this tick.
+func (o *Options) sockets() ([]kmshealth.Socket, error) {
+	if o.SocketDir != "" {
+		return kmshealth.SocketsInDir(o.SocketDir)
+	}
+	out := make([]kmshealth.Socket, 0, len(o.Sockets))
+	for _, s := range o.Sockets {
+		sock, err := kmshealth.ParseSocket(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sock)
+	}
+	kmshealth.SortSockets(out)
+	return out, nil
+}

@@ -1,0 +1,225 @@
+package reporter
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/incluster"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
+)
+
+// jitter spreads the ticks of many nodes: each period is up to 10% longer.
+const jitter = 0.1
+
+// Main is `terraform-provider-kmshealth report [flags]`; it returns the
+// process exit code.
+func Main(version string, args []string) int {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	var o Options
+	o.Bind(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if err := o.Validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "report: invalid flags:\n%v\n", err)
+		return 2
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("component", "kmshealth-reporter", "version", version, "node", o.NodeName)
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer cancel()
+	if err := Run(ctx, o, version, log); err != nil {
+		log.Error("reporter stopped", "error", err.Error())
+		return 1
+	}
+	return 0
+}
+
+// Reporter is one node's probe-and-write loop.
+type Reporter struct {
+	opts    Options
+	target  kmshealth.Target
+	dyn     dynamic.Interface
+	disc    discovery.DiscoveryInterface
+	kind    string // resolved on the first write, then cached
+	builder kmshealth.ConditionBuilder
+	now     func() time.Time
+	log     *slog.Logger
+	metrics *metrics
+	lastRun atomic.Int64 // unix nanoseconds of the last finished tick
+}
+
+// New builds a reporter; it does not contact the API server.
+func New(o Options, cfg *rest.Config, log *slog.Logger) (*Reporter, error) {
+	target, err := kmshealth.ParseTarget(o.Target)
+	if err != nil {
+		return nil, err
+	}
+	m := newMetrics()
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(kube.CountRequests(m.countRequest))
+	// A write that cannot finish within --write-timeout is dropped.
+	cfg.Timeout = o.WriteTimeout
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Reporter{
+		opts: o, target: target, dyn: dyn, disc: disc,
+		builder: kmshealth.ConditionBuilder{Node: o.NodeName},
+		now:     time.Now, log: log, metrics: m,
+	}, nil
+}
+
+// Run probes and writes every --interval until ctx ends. It fails only when
+// its flags or HTTP listeners are unusable, never because of the API server
+// or a plugin.
+func Run(ctx context.Context, o Options, version string, log *slog.Logger) error {
+	cfg, err := incluster.RESTConfig(o.Kubeconfig, "kmshealth-reporter/"+version)
+	if err != nil {
+		return err
+	}
+	r, err := New(o, cfg, log)
+	if err != nil {
+		return err
+	}
+	health := http.NewServeMux()
+	health.HandleFunc("/healthz", r.healthz)
+	if err := incluster.Serve(ctx, o.HealthProbeBindAddress, health, log); err != nil {
+		return err
+	}
+	metricsMux := http.NewServeMux()
+	metricsMux.Handle("/metrics", promhttp.HandlerFor(r.metrics.registry, promhttp.HandlerOpts{}))
+	if err := incluster.Serve(ctx, o.MetricsBindAddress, metricsMux, log); err != nil {
+		return err
+	}
+	log.Info("started", "target", r.target.String(), "interval", o.Interval.String(), "sockets", o.Sockets, "socketDir", o.SocketDir)
+	wait.JitterUntilWithContext(ctx, r.Tick, o.Interval, jitter, true)
+	return nil
+}
+
+// Tick probes every plugin and writes this node's condition once. A write
+// that fails is logged, counted and dropped: the next tick writes fresher
+// data anyway.
+func (r *Reporter) Tick(ctx context.Context) {
+	defer r.lastRun.Store(time.Now().UnixNano())
+	plugins := r.probe(ctx)
+	cond := r.builder.Build(plugins, r.now())
+	wctx, cancel := context.WithTimeout(ctx, r.opts.WriteTimeout)
+	defer cancel()
+	if err := r.write(wctx, cond); err != nil {
+		r.metrics.writes.WithLabelValues("dropped").Inc()
+		r.log.Warn("condition write dropped", "status", string(cond.Status), "reason", cond.Reason, "error", err.Error())
+		return
+	}
+	r.metrics.writes.WithLabelValues("ok").Inc()
+	r.log.Debug("condition written", "status", string(cond.Status), "reason", cond.Reason)
+}
+
+func (r *Reporter) probe(ctx context.Context) []kmshealth.Plugin {
+	sockets, err := r.opts.sockets()
+	if err != nil {
+		// An unreadable socket directory: report no plugins (Unknown/Error)
+		// rather than nothing at all.
+		r.log.Warn("cannot list KMS sockets", "error", err.Error())
+	}
+	start := time.Now()
+	results := kmshealth.Probe(ctx, sockets, r.opts.ReadTimeout, r.now)
+	r.metrics.probeSeconds.Observe(time.Since(start).Seconds())
+	plugins := make([]kmshealth.Plugin, len(results))
+	for i, res := range results {
+		plugins[i] = res.Plugin()
+		r.metrics.pluginHealthy.WithLabelValues(res.Socket.KeyID).Set(boolFloat(plugins[i].Status == kmshealth.StatusHealthy))
+		if plugins[i].Status != kmshealth.StatusHealthy {
+			r.log.Warn("KMS plugin not healthy", "keyID", plugins[i].KeyID, "status", string(plugins[i].Status), "detail", plugins[i].Detail)
+		}
+	}
+	return plugins
+}
+
+func (r *Reporter) write(ctx context.Context, cond metav1.Condition) error {
+	if r.kind == "" {
+		kind, err := kmshealth.ResolveKind(ctx, r.disc, r.target)
+		if err != nil {
+			return err
+		}
+		r.kind = kind
+	}
+	return kmshealth.ApplyCondition(ctx, r.dyn, r.target, r.kind, cond, kmshealth.ReporterFieldManager(r.opts.NodeName))
+}
+
+// healthz answers ok while ticks keep finishing; a loop stuck for three
+// intervals (plus the timeouts) makes the kubelet restart the pod.
+func (r *Reporter) healthz(w http.ResponseWriter, _ *http.Request) {
+	last := r.lastRun.Load()
+	limit := 3*r.opts.Interval + r.opts.ReadTimeout + r.opts.WriteTimeout
+	if last != 0 && time.Since(time.Unix(0, last)) > limit {
+		http.Error(w, "no probe finished in "+limit.String(), http.StatusServiceUnavailable)
+		return
+	}
+	_, _ = w.Write([]byte("ok"))
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+type metrics struct {
+	registry      *prometheus.Registry
+	writes        *prometheus.CounterVec
+	requests      *prometheus.CounterVec
+	probeSeconds  prometheus.Histogram
+	pluginHealthy *prometheus.GaugeVec
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kmshealth_reporter_writes_total",
+			Help: "Condition writes by result: ok, or dropped (not retried; the next tick writes fresher data).",
+		}, []string{"result"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kmshealth_kube_api_requests_total",
+			Help: "Requests this process sent to the Kubernetes API server, by verb and resource.",
+		}, []string{"verb", "resource"}),
+		probeSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "kmshealth_reporter_probe_duration_seconds",
+			Help:    "Wall time of one probe of all plugins (concurrent Status calls).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}),
+		pluginHealthy: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "kmshealth_reporter_plugin_healthy",
+			Help: "1 when the plugin's last Status was healthy, by keyID.",
+		}, []string{"key_id"}),
+	}
+	m.registry.MustRegister(m.writes, m.requests, m.probeSeconds, m.pluginHealthy)
+	return m
+}
+
+func (m *metrics) countRequest(verb, resource string) {
+	m.requests.WithLabelValues(verb, resource).Inc()
+}
