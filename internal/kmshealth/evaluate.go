@@ -191,40 +191,52 @@ func judgeNode(name string, c metav1.Condition, o EvalOptions) NodeHealth {
 }
 
 // agreeOnKEKs fills ActiveKEKIDs with the keyIDs every node reports with
-// one and the same kekID, and returns one problem per keyID they do not
-// agree on.
+// one and the same kekID, and returns one problem per keyID the healthy
+// nodes do not agree on (a node that is not healthy is a problem of its own
+// already; its missing kekID is not a disagreement).
 func agreeOnKEKs(h *Health) []string {
 	if len(h.Nodes) == 0 {
 		return nil
 	}
-	byKey := map[string]map[string][]string{} // keyID → kekID → nodes
+	all := map[string]map[string][]string{}     // keyID → kekID → nodes
+	healthy := map[string]map[string][]string{} // the same, healthy nodes only
+	var healthyNodes []NodeHealth
 	for _, n := range h.Nodes {
+		if n.State == NodeHealthy {
+			healthyNodes = append(healthyNodes, n)
+		}
 		for _, p := range n.Plugins {
-			if byKey[p.KeyID] == nil {
-				byKey[p.KeyID] = map[string][]string{}
+			addKEK(all, p.KeyID, p.KEKID, n.Name)
+			if n.State == NodeHealthy {
+				addKEK(healthy, p.KeyID, p.KEKID, n.Name)
 			}
-			byKey[p.KeyID][p.KEKID] = append(byKey[p.KeyID][p.KEKID], n.Name)
 		}
 	}
-	keys := make([]string, 0, len(byKey))
-	for k := range byKey {
+	for k, keks := range all {
+		if kek, nodes, one := single(keks); one && kek != "" && len(nodes) == len(h.Nodes) {
+			h.ActiveKEKIDs[k] = kek
+		}
+	}
+	keys := make([]string, 0, len(healthy))
+	for k := range healthy {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool { return keyIDLess(keys[i], keys[j]) })
 	var problems []string
 	for _, k := range keys {
-		keks := byKey[k]
-		count := 0
-		for _, nodes := range keks {
-			count += len(nodes)
-		}
-		if kek, nodes, one := single(keks); one && kek != "" && count == len(h.Nodes) && len(nodes) == len(h.Nodes) {
-			h.ActiveKEKIDs[k] = kek
+		if _, nodes, one := single(healthy[k]); one && len(nodes) == len(healthyNodes) {
 			continue
 		}
-		problems = append(problems, fmt.Sprintf("keyID %s: nodes disagree on the kekID (%s)", k, describeKEKs(keks, h.Nodes)))
+		problems = append(problems, fmt.Sprintf("keyID %s: nodes disagree on the kekID (%s)", k, describeKEKs(healthy[k], healthyNodes)))
 	}
 	return problems
+}
+
+func addKEK(m map[string]map[string][]string, keyID, kekID, node string) {
+	if m[keyID] == nil {
+		m[keyID] = map[string][]string{}
+	}
+	m[keyID][kekID] = append(m[keyID][kekID], node)
 }
 
 func single(m map[string][]string) (string, []string, bool) {

@@ -278,6 +278,9 @@ func TestEvaluateMissing(t *testing.T) {
 		t.Errorf("missing node = %+v", c)
 	}
 	problemsContain(t, h, "cp-c", "no report")
+	if len(h.Problems) != 1 {
+		t.Errorf("problems %q: a missing node is one problem, not also a kekID disagreement", h.Problems)
+	}
 }
 
 func TestEvaluateExpectedNodesOnly(t *testing.T) {

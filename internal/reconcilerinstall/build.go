@@ -21,6 +21,7 @@ import (
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 )
 
 // Objects are the apply configurations of one installation, each holding
@@ -83,10 +84,13 @@ func (c Config) subject() *rbacv1ac.SubjectApplyConfiguration {
 	return rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(c.ServiceAccountName()).WithNamespace(c.Namespace)
 }
 
-// BuildClusterRole grants what the caBundle controller needs cluster-wide:
-// APIServices (watched, then patched by server-side apply) and Events
-// (written in "default" for cluster-scoped APIServices). Nothing about
-// Secrets or ConfigMaps: those are granted per object by the sources Roles.
+// BuildClusterRole grants what the controllers need cluster-wide: the
+// caBundle controller's APIServices (watched, then patched by server-side
+// apply) and Events (written in "default" for cluster-scoped APIServices);
+// the KMS aggregator's Node metadata (list/watch), the KMSHealth CRD and the
+// one KMSHealth object "cluster" (read and watched by name, status patched).
+// Nothing about Secrets or ConfigMaps: those are granted per object by the
+// sources Roles.
 func BuildClusterRole(c Config) *rbacv1ac.ClusterRoleApplyConfiguration {
 	return rbacv1ac.ClusterRole(c.ClusterRoleName()).
 		WithLabels(c.Labels(ComponentReconciler)).
@@ -94,6 +98,13 @@ func BuildClusterRole(c Config) *rbacv1ac.ClusterRoleApplyConfiguration {
 			rbacv1ac.PolicyRule().WithAPIGroups(apiregv1.GroupName).WithResources("apiservices").WithVerbs("get", "list", "watch", "patch"),
 			rbacv1ac.PolicyRule().WithAPIGroups(corev1.GroupName).WithResources("events").WithVerbs("create", "patch"),
 			rbacv1ac.PolicyRule().WithAPIGroups(eventsv1.GroupName).WithResources("events").WithVerbs("create", "patch"),
+			rbacv1ac.PolicyRule().WithAPIGroups(corev1.GroupName).WithResources("nodes").WithVerbs("list", "watch"),
+			rbacv1ac.PolicyRule().WithAPIGroups(kmshealth.CRDGVR.Group).WithResources(kmshealth.CRDGVR.Resource).
+				WithResourceNames(kmshealth.CRDName).WithVerbs("get", "list", "watch"),
+			rbacv1ac.PolicyRule().WithAPIGroups(kmshealth.Group).WithResources(kmshealth.Resource).
+				WithResourceNames(kmshealth.DefaultObject).WithVerbs("get", "list", "watch"),
+			rbacv1ac.PolicyRule().WithAPIGroups(kmshealth.Group).WithResources(kmshealth.Resource+"/status").
+				WithResourceNames(kmshealth.DefaultObject).WithVerbs("patch"),
 		)
 }
 

@@ -180,6 +180,10 @@ func TestBuildRBAC(t *testing.T) {
 		{APIGroups: []string{"apiregistration.k8s.io"}, Resources: []string{"apiservices"}, Verbs: []string{"get", "list", "watch", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list", "watch"}},
+		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, ResourceNames: []string{"kmshealths.kmshealth.io"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"kmshealth.io"}, Resources: []string{"kmshealths"}, ResourceNames: []string{"cluster"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"kmshealth.io"}, Resources: []string{"kmshealths/status"}, ResourceNames: []string{"cluster"}, Verbs: []string{"patch"}},
 	}
 	if !sameJSON(cr.Rules, want) {
 		t.Errorf("ClusterRole rules %+v", cr.Rules)
