@@ -46,7 +46,6 @@ type Options struct {
 // DaemonSet runs by default.
 const DefaultKMSExpectedNodes = "node-role.kubernetes.io/control-plane"
 
-
 // DefaultNamespace is used when neither --namespace nor POD_NAMESPACE is set.
 const DefaultNamespace = "kmshealth-system"
 
