@@ -1,0 +1,373 @@
+// Package reporterinstall installs the KMS health reporter
+// (`terraform-provider-kmshealth report`) on the control-plane nodes: a
+// DaemonSet, its ServiceAccount, RBAC that allows exactly one write (the
+// target's status) and, by default, the KMSHealth CustomResourceDefinition
+// and its target object. Build is pure (a Config in, apply configurations
+// out); Apply, Observe and Delete are the only functions that talk to the
+// API server. The Terraform resource kmshealth_reporter is glue over this
+// package.
+package reporterinstall
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconcilerinstall"
+)
+
+// Names and values shared with the provider, the docs and the tests.
+const (
+	// DefaultName is the default name of the ServiceAccount and DaemonSet.
+	DefaultName = "kmshealth-reporter"
+	// FieldManager writes every object, as for all kmshealth resources.
+	FieldManager = cabundle.DefaultFieldManager
+	// ContainerName is the reporter's container in the DaemonSet.
+	ContainerName = "reporter"
+	// HealthPort serves /healthz (the report mode's default
+	// --health-probe-bind-address).
+	HealthPort = 8082
+	// DefaultPriorityClassName keeps the reporter scheduled on a full node:
+	// it is as important as the node's other agents.
+	DefaultPriorityClassName = "system-node-critical"
+	// DefaultRunAsUser is root: KMS plugins create their sockets owned by
+	// root, and connecting needs write permission on the socket file.
+	DefaultRunAsUser = 0
+	// ControlPlaneLabel and ControlPlaneTaint are kubeadm's (and most
+	// distributions') marks of a control-plane node.
+	ControlPlaneLabel = "node-role.kubernetes.io/control-plane"
+	ControlPlaneTaint = ControlPlaneLabel
+	// TokenExpirationSeconds bounds the projected ServiceAccount token; the
+	// kubelet renews it at 80% of its life and client-go rereads the file.
+	TokenExpirationSeconds = 3600
+	// ServiceAccountMountPath is where in-cluster configuration looks for
+	// the token, the CA bundle and the namespace.
+	ServiceAccountMountPath = "/var/run/secrets/kubernetes.io/serviceaccount"
+	// RootCAConfigMap is published in every namespace by the API server's
+	// controller manager.
+	RootCAConfigMap = "kube-root-ca.crt"
+
+	DefaultCPURequest    = "10m"
+	DefaultMemoryRequest = "32Mi"
+	DefaultMemoryLimit   = "128Mi"
+
+	// NameLabel/NameValue, InstanceLabel (= Config.Name) and NamespaceLabel
+	// (= Config.Namespace), with cabundle.ManagedByLabel, mark every object
+	// of one installation.
+	NameLabel      = "app.kubernetes.io/name"
+	NameValue      = "kmshealth-reporter"
+	InstanceLabel  = "app.kubernetes.io/instance"
+	ComponentLabel = "app.kubernetes.io/component"
+	NamespaceLabel = "kmshealth.io/reporter-namespace"
+
+	ComponentReporter = "reporter"
+	ComponentCRD      = "crd"
+
+	podSecurityEnforce  = "pod-security.kubernetes.io/enforce"
+	clusterRolePrefix   = "kmshealth-reporter:"
+	nodeNameEnv         = "NODE_NAME"
+	healthPortName      = "health"
+	socketsVolume       = "kms-sockets"
+	serviceAccountMount = "kube-api-access"
+)
+
+// Config is one installation of the reporter.
+type Config struct {
+	Namespace string // where the DaemonSet runs
+	Name      string // ServiceAccount and DaemonSet
+	Image     string
+	// Sockets are the KMS plugin endpoints to probe (--kms-socket); when
+	// empty, every kms-<keyID>.sock in SocketDir is probed (--socket-dir).
+	Sockets      []string
+	SocketDir    string
+	Interval     time.Duration
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	NodeSelector map[string]string
+	Tolerations  []corev1.Toleration
+	// Target is the object whose status.conditions receive the reports.
+	Target kmshealth.Target
+	// InstallCRD installs the KMSHealth CRD and, when Target is a KMSHealth
+	// object, that object; Delete removes them again.
+	InstallCRD        bool
+	RunAsUser         int64
+	RunAsGroup        int64
+	PriorityClassName string // "" for none
+	CPURequest        string // quantities, "" for none
+	MemoryRequest     string
+	MemoryLimit       string
+}
+
+// DefaultImage is the image of the provider binary of version, the same as
+// the reconciler's.
+func DefaultImage(version string) string { return reconcilerinstall.DefaultImage(version) }
+
+// DefaultNodeSelector selects the control-plane nodes.
+func DefaultNodeSelector() map[string]string { return map[string]string{ControlPlaneLabel: ""} }
+
+// DefaultTolerations tolerate the control-plane taint.
+func DefaultTolerations() []corev1.Toleration {
+	return []corev1.Toleration{{Key: ControlPlaneTaint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+}
+
+// DefaultConfig is the installation with every default, in namespace.
+func DefaultConfig(namespace, version string) Config {
+	return Config{
+		Namespace:         namespace,
+		Name:              DefaultName,
+		Image:             DefaultImage(version),
+		SocketDir:         kmshealth.SocketDir,
+		Interval:          kmshealth.DefaultInterval,
+		ReadTimeout:       kmshealth.DefaultReadTimeout,
+		WriteTimeout:      kmshealth.DefaultWriteTimeout,
+		NodeSelector:      DefaultNodeSelector(),
+		Tolerations:       DefaultTolerations(),
+		Target:            kmshealth.DefaultTarget(),
+		InstallCRD:        true,
+		RunAsUser:         DefaultRunAsUser,
+		RunAsGroup:        DefaultRunAsUser,
+		PriorityClassName: DefaultPriorityClassName,
+		CPURequest:        DefaultCPURequest,
+		MemoryRequest:     DefaultMemoryRequest,
+		MemoryLimit:       DefaultMemoryLimit,
+	}
+}
+
+// ValidateName checks an installation name: a DNS-1123 label, as the
+// DaemonSet's pods are named after it.
+func ValidateName(name string) []string { return validation.IsDNS1123Label(name) }
+
+// ValidateSockets checks kms_sockets: each matches kmshealth.SocketPattern
+// and no keyID is given twice (kms-1.sock and kms-01.sock are one key).
+func ValidateSockets(sockets []string) error {
+	var errs []error
+	seen := map[string]string{}
+	for _, s := range sockets {
+		sock, err := kmshealth.ParseSocket(s)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if prev, dup := seen[sock.KeyID]; dup {
+			errs = append(errs, fmt.Errorf("KMS socket %q: keyID %s is already given by %q", s, sock.KeyID, prev))
+		}
+		seen[sock.KeyID] = s
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateSocketDir checks socket_dir: a clean absolute directory other
+// than "/", because it is mounted from the node at the same path.
+func ValidateSocketDir(dir string) error {
+	switch {
+	case !filepath.IsAbs(dir):
+		return fmt.Errorf("%q is not an absolute path: want the directory the KMS plugins listen in, e.g. %s", dir, kmshealth.SocketDir)
+	case filepath.Clean(dir) != dir:
+		return fmt.Errorf("%q is not a clean path: write %s", dir, filepath.Clean(dir))
+	case dir == "/":
+		return errors.New(`"/" would mount the node's whole file system: name the directory the KMS plugins listen in, e.g. ` + kmshealth.SocketDir)
+	}
+	return nil
+}
+
+// ValidateTimings checks the probe interval and the timeouts, which must
+// fit into one interval.
+func ValidateTimings(interval, readTimeout, writeTimeout time.Duration) error {
+	var errs []error
+	if interval < kmshealth.MinInterval {
+		errs = append(errs, fmt.Errorf("probe_interval %s: must be at least %s", interval, kmshealth.MinInterval))
+	}
+	for what, d := range map[string]time.Duration{"read_timeout": readTimeout, "write_timeout": writeTimeout} {
+		if d <= 0 || d >= interval {
+			errs = append(errs, fmt.Errorf("%s %s: must be positive and shorter than probe_interval (%s)", what, d, interval))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateNodeSelector checks label keys and values.
+func ValidateNodeSelector(sel map[string]string) error {
+	var errs []error
+	for k, v := range sel {
+		for _, m := range validation.IsQualifiedName(k) {
+			errs = append(errs, fmt.Errorf("key %q is not a label key: %s", k, m))
+		}
+		for _, m := range validation.IsValidLabelValue(v) {
+			errs = append(errs, fmt.Errorf("value %q of key %q is not a label value: %s", v, k, m))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateToleration checks one toleration as the API server would.
+func ValidateToleration(t corev1.Toleration) error {
+	var errs []error
+	if t.Key != "" {
+		for _, m := range validation.IsQualifiedName(t.Key) {
+			errs = append(errs, fmt.Errorf("key %q: %s", t.Key, m))
+		}
+	}
+	switch t.Operator {
+	case corev1.TolerationOpExists:
+		if t.Value != "" {
+			errs = append(errs, fmt.Errorf("value %q: must be empty with operator Exists", t.Value))
+		}
+	case corev1.TolerationOpEqual, "":
+		if t.Key == "" {
+			errs = append(errs, errors.New("an empty key (all taints) needs operator Exists"))
+		}
+		for _, m := range validation.IsValidLabelValue(t.Value) {
+			errs = append(errs, fmt.Errorf("value %q: %s", t.Value, m))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("operator %q: must be Exists or Equal", t.Operator))
+	}
+	switch t.Effect {
+	case "", corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+	default:
+		errs = append(errs, fmt.Errorf("effect %q: must be NoSchedule, PreferNoSchedule, NoExecute or empty (all effects)", t.Effect))
+	}
+	if t.TolerationSeconds != nil && t.Effect != corev1.TaintEffectNoExecute {
+		errs = append(errs, errors.New("toleration_seconds: only valid with effect NoExecute"))
+	}
+	return errors.Join(errs...)
+}
+
+// CheckInstallCRD rejects install_crd with a target of another kind: the
+// CRD would serve nothing the reporters write to.
+func CheckInstallCRD(installCRD bool, t kmshealth.Target) error {
+	if installCRD && !t.IsDefault() {
+		return fmt.Errorf("install_crd = true installs the %s CRD, but target %s is not a %s object: set install_crd = false, or use a target %s/%s/%s/<name>",
+			kmshealth.CRDName, t, kmshealth.Kind, kmshealth.Group, kmshealth.Version, kmshealth.Resource)
+	}
+	return nil
+}
+
+// Validate reports every problem at once; the provider checks the same at
+// plan time, attribute by attribute.
+func (c Config) Validate() error {
+	var errs []error
+	for _, m := range validation.IsDNS1123Label(c.Namespace) {
+		errs = append(errs, fmt.Errorf("namespace %q: %s", c.Namespace, m))
+	}
+	for _, m := range ValidateName(c.Name) {
+		errs = append(errs, fmt.Errorf("name %q: %s", c.Name, m))
+	}
+	if err := reconcilerinstall.ValidateImage(c.Image); err != nil {
+		errs = append(errs, fmt.Errorf("image: %w", err))
+	}
+	switch {
+	case len(c.Sockets) > 0 && c.SocketDir != "":
+		errs = append(errs, errors.New("kms_sockets and socket_dir: set one, not both"))
+	case len(c.Sockets) > 0:
+		if err := ValidateSockets(c.Sockets); err != nil {
+			errs = append(errs, fmt.Errorf("kms_sockets: %w", err))
+		}
+	case c.SocketDir == "":
+		errs = append(errs, fmt.Errorf("kms_sockets or socket_dir: one is required, e.g. socket_dir = %q", kmshealth.SocketDir))
+	default:
+		if err := ValidateSocketDir(c.SocketDir); err != nil {
+			errs = append(errs, fmt.Errorf("socket_dir: %w", err))
+		}
+	}
+	if err := ValidateTimings(c.Interval, c.ReadTimeout, c.WriteTimeout); err != nil {
+		errs = append(errs, err)
+	}
+	if err := ValidateNodeSelector(c.NodeSelector); err != nil {
+		errs = append(errs, fmt.Errorf("node_selector: %w", err))
+	}
+	for i, t := range c.Tolerations {
+		if err := ValidateToleration(t); err != nil {
+			errs = append(errs, fmt.Errorf("tolerations[%d]: %w", i, err))
+		}
+	}
+	if err := c.Target.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := CheckInstallCRD(c.InstallCRD, c.Target); err != nil {
+		errs = append(errs, err)
+	}
+	if c.RunAsUser < 0 || c.RunAsGroup < 0 {
+		errs = append(errs, fmt.Errorf("run_as_user %d, run_as_group %d: must not be negative", c.RunAsUser, c.RunAsGroup))
+	}
+	if c.PriorityClassName != "" {
+		for _, m := range validation.IsDNS1123Subdomain(c.PriorityClassName) {
+			errs = append(errs, fmt.Errorf("priority_class_name %q: %s", c.PriorityClassName, m))
+		}
+	}
+	for what, q := range map[string]string{"cpu_request": c.CPURequest, "memory_request": c.MemoryRequest, "memory_limit": c.MemoryLimit} {
+		if err := reconcilerinstall.ValidateQuantity(q); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", what, err))
+		}
+	}
+	if err := reconcilerinstall.CheckMemory(c.MemoryRequest, c.MemoryLimit); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// ID is the import ID: <namespace>/<name>.
+func (c Config) ID() string { return c.Namespace + "/" + c.Name }
+
+// ParseID splits an import ID.
+func ParseID(id string) (namespace, name string, err error) {
+	ns, n, ok := strings.Cut(id, "/")
+	if !ok || strings.Contains(n, "/") {
+		return "", "", fmt.Errorf("import ID %q: want <namespace>/<name>, e.g. kube-system/%s", id, DefaultName)
+	}
+	var msgs []string
+	for _, m := range validation.IsDNS1123Label(ns) {
+		msgs = append(msgs, "namespace: "+m)
+	}
+	for _, m := range ValidateName(n) {
+		msgs = append(msgs, "name: "+m)
+	}
+	if len(msgs) > 0 {
+		return "", "", fmt.Errorf("import ID %q: %s", id, strings.Join(msgs, "; "))
+	}
+	return ns, n, nil
+}
+
+// ServiceAccountName is the reporter's ServiceAccount in Namespace.
+func (c Config) ServiceAccountName() string { return c.Name }
+
+// ClusterRoleName names the ClusterRole and its ClusterRoleBinding. The
+// colons cannot occur in a namespace or name, so two installations never
+// share it.
+func (c Config) ClusterRoleName() string { return clusterRolePrefix + c.Namespace + ":" + c.Name }
+
+// MountedSocketDir is the node directory mounted into the pods, at the
+// same path: socket_dir, or the directory kms_sockets live in.
+func (c Config) MountedSocketDir() string {
+	if len(c.Sockets) > 0 {
+		return kmshealth.SocketDir
+	}
+	return c.SocketDir
+}
+
+// CreatesObject reports whether the installation creates the target object
+// (a KMSHealth object next to the CRD it installs).
+func (c Config) CreatesObject() bool { return c.InstallCRD && c.Target.IsDefault() }
+
+// Labels are on every object of the installation.
+func (c Config) Labels(component string) map[string]string {
+	return map[string]string{
+		cabundle.ManagedByLabel: cabundle.ManagedByValue,
+		NameLabel:               NameValue,
+		InstanceLabel:           c.Name,
+		NamespaceLabel:          c.Namespace,
+		ComponentLabel:          component,
+	}
+}
+
+// SelectorLabels select the reporter's pods.
+func (c Config) SelectorLabels() map[string]string {
+	return map[string]string{NameLabel: NameValue, InstanceLabel: c.Name}
+}
