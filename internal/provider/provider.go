@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 
@@ -186,11 +187,11 @@ func (m providerModel) kubeConfig(ctx context.Context) (kube.Config, diag.Diagno
 }
 
 func (p *kmshealthProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{NewAPIServiceCABundleResource, NewReconcilerResource}
+	return []func() resource.Resource{NewAPIServiceCABundleResource, NewReconcilerResource, NewReporterResource}
 }
 
 func (p *kmshealthProvider) DataSources(context.Context) []func() datasource.DataSource {
-	return nil
+	return []func() datasource.DataSource{NewKMSPluginHealthDataSource}
 }
 
 // Clients is the provider data handed to resources: Kubernetes clients
@@ -205,6 +206,7 @@ type Clients struct {
 	once       sync.Once
 	core       kubernetes.Interface
 	aggregator aggregator.Interface
+	dynamic    dynamic.Interface
 	err        error
 }
 
@@ -232,7 +234,11 @@ func (c *Clients) get() error {
 			c.err = err
 			return
 		}
-		c.aggregator, c.err = aggregator.NewForConfig(cfg)
+		if c.aggregator, err = aggregator.NewForConfig(cfg); err != nil {
+			c.err = err
+			return
+		}
+		c.dynamic, c.err = dynamic.NewForConfig(cfg)
 	})
 	return c.err
 }
@@ -251,6 +257,15 @@ func (c *Clients) Aggregator() (aggregator.Interface, error) {
 		return nil, err
 	}
 	return c.aggregator, nil
+}
+
+// Dynamic returns a dynamic client, for custom resources and targets known
+// only by group/version/resource.
+func (c *Clients) Dynamic() (dynamic.Interface, error) {
+	if err := c.get(); err != nil {
+		return nil, err
+	}
+	return c.dynamic, nil
 }
 
 // configure is the shared body of every resource's Configure.

@@ -1,0 +1,937 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconcilerinstall"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/reporterinstall"
+)
+
+var (
+	_ resource.ResourceWithConfigure      = (*reporterResource)(nil)
+	_ resource.ResourceWithValidateConfig = (*reporterResource)(nil)
+	_ resource.ResourceWithModifyPlan     = (*reporterResource)(nil)
+	_ resource.ResourceWithImportState    = (*reporterResource)(nil)
+)
+
+// defaultReporterTimeout bounds waiting for the CRD to be established (on
+// create and update) and to be gone (on delete).
+const defaultReporterTimeout = 2 * time.Minute
+
+// NewReporterResource is the factory of kmshealth_reporter.
+func NewReporterResource() resource.Resource { return &reporterResource{} }
+
+type reporterResource struct {
+	clients *Clients
+}
+
+type reporterModel struct {
+	ID                types.String   `tfsdk:"id"`
+	Namespace         types.String   `tfsdk:"namespace"`
+	Name              types.String   `tfsdk:"name"`
+	Image             types.String   `tfsdk:"image"`
+	KMSSockets        types.Set      `tfsdk:"kms_sockets"`
+	SocketDir         types.String   `tfsdk:"socket_dir"`
+	ProbeInterval     types.String   `tfsdk:"probe_interval"`
+	ReadTimeout       types.String   `tfsdk:"read_timeout"`
+	WriteTimeout      types.String   `tfsdk:"write_timeout"`
+	Target            types.String   `tfsdk:"target"`
+	InstallCRD        types.Bool     `tfsdk:"install_crd"`
+	NodeSelector      types.Map      `tfsdk:"node_selector"`
+	Tolerations       types.List     `tfsdk:"tolerations"`
+	RunAsUser         types.Int64    `tfsdk:"run_as_user"`
+	RunAsGroup        types.Int64    `tfsdk:"run_as_group"`
+	PriorityClassName types.String   `tfsdk:"priority_class_name"`
+	CPURequest        types.String   `tfsdk:"cpu_request"`
+	MemoryRequest     types.String   `tfsdk:"memory_request"`
+	MemoryLimit       types.String   `tfsdk:"memory_limit"`
+	ServiceAccount    types.String   `tfsdk:"service_account"`
+	ClusterRole       types.String   `tfsdk:"cluster_role"`
+	ObjectsInSync     types.Bool     `tfsdk:"objects_in_sync"`
+	Timeouts          timeouts.Value `tfsdk:"timeouts"`
+}
+
+// tolerationModel is one element of tolerations; unset fields are null.
+type tolerationModel struct {
+	Key               types.String `tfsdk:"key"`
+	Operator          types.String `tfsdk:"operator"`
+	Value             types.String `tfsdk:"value"`
+	Effect            types.String `tfsdk:"effect"`
+	TolerationSeconds types.Int64  `tfsdk:"toleration_seconds"`
+}
+
+var tolerationType = types.ObjectType{AttrTypes: map[string]attr.Type{
+	"key": types.StringType, "operator": types.StringType, "value": types.StringType, "effect": types.StringType, "toleration_seconds": types.Int64Type,
+}}
+
+func (t tolerationModel) toleration() corev1.Toleration {
+	out := corev1.Toleration{
+		Key:      t.Key.ValueString(),
+		Operator: corev1.TolerationOperator(t.Operator.ValueString()),
+		Value:    t.Value.ValueString(),
+		Effect:   corev1.TaintEffect(t.Effect.ValueString()),
+	}
+	if !t.TolerationSeconds.IsNull() && !t.TolerationSeconds.IsUnknown() {
+		s := t.TolerationSeconds.ValueInt64()
+		out.TolerationSeconds = &s
+	}
+	return out
+}
+
+func optionalString(s string) types.String {
+	if s == "" {
+		return types.StringNull()
+	}
+	return types.StringValue(s)
+}
+
+func tolerationsValue(ctx context.Context, in []corev1.Toleration) (types.List, diag.Diagnostics) {
+	models := make([]tolerationModel, len(in))
+	for i, t := range in {
+		models[i] = tolerationModel{
+			Key: optionalString(t.Key), Operator: optionalString(string(t.Operator)), Value: optionalString(t.Value),
+			Effect: optionalString(string(t.Effect)), TolerationSeconds: types.Int64PointerValue(t.TolerationSeconds),
+		}
+	}
+	return types.ListValueFrom(ctx, tolerationType, models)
+}
+
+func tolerationsOf(ctx context.Context, l types.List) ([]corev1.Toleration, diag.Diagnostics) {
+	var models []tolerationModel
+	diags := l.ElementsAs(ctx, &models, false)
+	out := make([]corev1.Toleration, len(models))
+	for i, m := range models {
+		out[i] = m.toleration()
+	}
+	return out, diags
+}
+
+// config is the installation the model describes; values must be known
+// and were validated at plan time.
+func (m *reporterModel) config(ctx context.Context) (reporterinstall.Config, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	c := reporterinstall.Config{
+		Namespace:         m.Namespace.ValueString(),
+		Name:              m.Name.ValueString(),
+		Image:             m.Image.ValueString(),
+		SocketDir:         m.SocketDir.ValueString(),
+		InstallCRD:        m.InstallCRD.ValueBool(),
+		RunAsUser:         m.RunAsUser.ValueInt64(),
+		RunAsGroup:        m.RunAsGroup.ValueInt64(),
+		PriorityClassName: m.PriorityClassName.ValueString(),
+		CPURequest:        m.CPURequest.ValueString(),
+		MemoryRequest:     m.MemoryRequest.ValueString(),
+		MemoryLimit:       m.MemoryLimit.ValueString(),
+	}
+	if !m.KMSSockets.IsNull() {
+		diags.Append(m.KMSSockets.ElementsAs(ctx, &c.Sockets, false)...)
+	}
+	diags.Append(m.NodeSelector.ElementsAs(ctx, &c.NodeSelector, false)...)
+	tolerations, d := tolerationsOf(ctx, m.Tolerations)
+	diags.Append(d...)
+	c.Tolerations = tolerations
+	for _, d := range []struct {
+		attr string
+		v    types.String
+		out  *time.Duration
+	}{{"probe_interval", m.ProbeInterval, &c.Interval}, {"read_timeout", m.ReadTimeout, &c.ReadTimeout}, {"write_timeout", m.WriteTimeout, &c.WriteTimeout}} {
+		v, err := time.ParseDuration(d.v.ValueString())
+		if err != nil {
+			diags.AddAttributeError(path.Root(d.attr), "Invalid duration", err.Error())
+		}
+		*d.out = v
+	}
+	t, err := kmshealth.ParseTarget(m.Target.ValueString())
+	if err != nil {
+		diags.AddAttributeError(path.Root("target"), "Invalid target", err.Error())
+	}
+	c.Target = t
+	return c, diags
+}
+
+// setNames fills the computed names from namespace and name.
+func (m *reporterModel) setNames() {
+	if m.Namespace.IsUnknown() || m.Name.IsUnknown() {
+		m.ID, m.ServiceAccount, m.ClusterRole = types.StringUnknown(), types.StringUnknown(), types.StringUnknown()
+		return
+	}
+	c := reporterinstall.Config{Namespace: m.Namespace.ValueString(), Name: m.Name.ValueString()}
+	m.ID = types.StringValue(c.ID())
+	m.ServiceAccount = types.StringValue(c.ServiceAccountName())
+	m.ClusterRole = types.StringValue(c.ClusterRoleName())
+}
+
+func (r *reporterResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_reporter"
+}
+
+func (r *reporterResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	defaultSelector := types.MapValueMust(types.StringType, map[string]attr.Value{reporterinstall.ControlPlaneLabel: types.StringValue("")})
+	defaultTolerations, _ := tolerationsValue(ctx, reporterinstall.DefaultTolerations())
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Installs the KMS v2 plugin health reporter (`terraform-provider-kmshealth report`) on the control-plane " +
+			"nodes: a DaemonSet that probes each local KMS plugin socket with the `Status` RPC and writes one " +
+			"`KMSHealthReporter_<node>` condition per node on the `target` object; a ServiceAccount with an expiring, projected " +
+			"token; RBAC that allows exactly one thing, `patch` of the target's `status`; and, by default, the `KMSHealth` " +
+			"CustomResourceDefinition and its `cluster` object. The `kmshealth_kms_plugin_health` data source reads the " +
+			"conditions. All objects are written by server-side apply under the field manager `kmshealth`; destroy removes " +
+			"them and the conditions the reporters (and the reconciler's aggregator) wrote on the target.\n\n" +
+			"The pods mount a directory of the node (`hostPath`), which the `baseline` and `restricted` Pod Security Standards " +
+			"forbid: install into a namespace at the `privileged` level, such as `kube-system`.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "`<namespace>/<name>`; also the import ID.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"namespace": schema.StringAttribute{
+				Required: true,
+				MarkdownDescription: "Namespace of the DaemonSet and ServiceAccount. It must exist and allow `hostPath` volumes " +
+					"(Pod Security level `privileged`, e.g. `kube-system`); the apply stops with an explanation when its " +
+					"`pod-security.kubernetes.io/enforce` label says `baseline` or `restricted`. Changing it replaces the resource.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:    []validator.String{namespaceName},
+			},
+			"name": schema.StringAttribute{
+				Optional: true, Computed: true,
+				Default: stringdefault.StaticString(reporterinstall.DefaultName),
+				MarkdownDescription: "Name of the DaemonSet and ServiceAccount. Default `" + reporterinstall.DefaultName + "`. " +
+					"A DNS-1123 label. Changing it replaces the resource.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:    []validator.String{reporterName},
+			},
+			"image": schema.StringAttribute{
+				Optional: true, Computed: true,
+				MarkdownDescription: "Container image of the reporter. Default `" + reporterinstall.DefaultImage("<provider version>") + "`: " +
+					"the provider's own binary at its own version (as for `kmshealth_reconciler`), so the reporter always writes " +
+					"the format this provider's data source reads. Set it to pull from a mirror.",
+				Validators: []validator.String{imageRef},
+			},
+			"kms_sockets": schema.SetAttribute{
+				ElementType: types.StringType,
+				Optional:    true,
+				MarkdownDescription: "The KMS v2 plugin endpoints to probe on every node, each `unix:///var/run/kmsplugin/kms-<keyID>.sock` " +
+					"(the pattern `" + kmshealth.SocketPattern.String() + "`; `<keyID>` is the plugin's sequence number in the " +
+					"report), as in the API server's EncryptionConfiguration. Each is passed as `--kms-socket`, and " +
+					"`" + kmshealth.SocketDir + "` is mounted. Conflicts with `socket_dir`; with neither set, the reporter probes " +
+					"every socket in `" + kmshealth.SocketDir + "`.",
+				Validators: []validator.Set{kmsSockets{}},
+			},
+			"socket_dir": schema.StringAttribute{
+				Optional: true, Computed: true,
+				MarkdownDescription: "Probe every `kms-<keyID>.sock` in this node directory, listed again on every probe, so a " +
+					"plugin added for a key rotation is picked up without an apply (`--socket-dir`). Default `" + kmshealth.SocketDir +
+					"` when `kms_sockets` is not set; conflicts with `kms_sockets`. The directory is mounted read-only at the same " +
+					"path (a `hostPath` of type `Directory`: the pods start once the plugin has created it).",
+				Validators: []validator.String{
+					checkedString{"Invalid socket directory", "must be an absolute, clean path", reporterinstall.ValidateSocketDir},
+					stringvalidator.ConflictsWith(path.MatchRoot("kms_sockets")),
+				},
+			},
+			"probe_interval": schema.StringAttribute{
+				Optional: true, Computed: true,
+				Default: stringdefault.StaticString(kmshealth.DefaultInterval.String()),
+				MarkdownDescription: "How often each reporter probes its plugins and writes its condition, with up to 10% jitter " +
+					"(`--interval`). A Go duration, at least `" + kmshealth.MinInterval.String() + "`. Default `" + kmshealth.DefaultInterval.String() +
+					"`. A report older than 4 × this interval counts as stale.",
+				Validators: []validator.String{durationAtLeast{kmshealth.MinInterval}},
+			},
+			"read_timeout": schema.StringAttribute{
+				Optional: true, Computed: true,
+				Default: stringdefault.StaticString(kmshealth.DefaultReadTimeout.String()),
+				MarkdownDescription: "Timeout of each plugin's `Status` call (`--read-timeout`). Default `" + kmshealth.DefaultReadTimeout.String() +
+					"`; must be shorter than `probe_interval`.",
+				Validators: []validator.String{durationAtLeast{time.Nanosecond}},
+			},
+			"write_timeout": schema.StringAttribute{
+				Optional: true, Computed: true,
+				Default: stringdefault.StaticString(kmshealth.DefaultWriteTimeout.String()),
+				MarkdownDescription: "Timeout of each condition write; a write that misses it is dropped, never queued (`--write-timeout`). " +
+					"Default `" + kmshealth.DefaultWriteTimeout.String() + "`; must be shorter than `probe_interval`.",
+				Validators: []validator.String{durationAtLeast{time.Nanosecond}},
+			},
+			"target": schema.StringAttribute{
+				Optional: true, Computed: true,
+				Default: stringdefault.StaticString(kmshealth.DefaultTarget().String()),
+				MarkdownDescription: "The cluster-scoped object whose `status.conditions` receive the reports, as " +
+					"`<group>/<version>/<resource>/<name>` (resource plural, lower case). Default `" + kmshealth.DefaultTarget().String() +
+					"`, the object this resource creates. Any object with a `status` subresource and `metav1.Condition` " +
+					"conditions (`listType=map` keyed by `type`) works, e.g. an OpenShift operator CR " +
+					"(`operator.openshift.io/v1/kubeapiservers/cluster`); then set `install_crd = false`. The ClusterRole " +
+					"allows `patch` of `<resource>/status` of exactly this name. Changing it replaces the resource.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:    []validator.String{targetString},
+			},
+			"install_crd": schema.BoolAttribute{
+				Optional: true, Computed: true,
+				MarkdownDescription: "Install the `" + kmshealth.CRDName + "` CustomResourceDefinition, wait (by watch) until it is " +
+					"established, and create the `target` object; destroy deletes both (and waits until the CRD is gone), unless " +
+					"the CRD holds `" + kmshealth.Kind + "` objects someone else created. Default `true` when `target` is a `" +
+					kmshealth.Kind + "` object, `false` otherwise. A CRD or object that this resource did not create is never " +
+					"taken over: set `false` to report to it as it is. Turning it off later hands the CRD and the object over " +
+					"(their kmshealth labels are removed) and destroy keeps them.",
+			},
+			"node_selector": schema.MapAttribute{
+				ElementType: types.StringType,
+				Optional:    true, Computed: true,
+				Default: mapdefault.StaticValue(defaultSelector),
+				MarkdownDescription: "Node labels that select where the reporter runs. Default `{\"" + reporterinstall.ControlPlaneLabel +
+					"\" = \"\"}`: the control-plane nodes, which run the API servers and their KMS plugins. `{}` selects every node.",
+				Validators: []validator.Map{labelMap{}},
+			},
+			"tolerations": schema.ListNestedAttribute{
+				Optional: true, Computed: true,
+				Default: listdefault.StaticValue(defaultTolerations),
+				MarkdownDescription: "Taints the reporter tolerates, as in a pod spec. Default: the control-plane taint " +
+					"`" + reporterinstall.ControlPlaneTaint + ":NoSchedule` (operator `Exists`). `[]` tolerates none.",
+				NestedObject: schema.NestedAttributeObject{
+					Attributes: map[string]schema.Attribute{
+						"key":                schema.StringAttribute{Optional: true, MarkdownDescription: "Taint key; empty with operator `Exists` tolerates every taint."},
+						"operator":           schema.StringAttribute{Optional: true, MarkdownDescription: "`Exists` or `Equal` (the Kubernetes default when unset)."},
+						"value":              schema.StringAttribute{Optional: true, MarkdownDescription: "Taint value, with operator `Equal`."},
+						"effect":             schema.StringAttribute{Optional: true, MarkdownDescription: "`NoSchedule`, `PreferNoSchedule` or `NoExecute`; unset matches all effects."},
+						"toleration_seconds": schema.Int64Attribute{Optional: true, MarkdownDescription: "With effect `NoExecute`: how long the pod stays after the taint appears."},
+					},
+					Validators: []validator.Object{tolerationObject{}},
+				},
+			},
+			"run_as_user": schema.Int64Attribute{
+				Optional: true, Computed: true,
+				Default: int64default.StaticInt64(reporterinstall.DefaultRunAsUser),
+				MarkdownDescription: "User ID of the reporter process. Default `0`: KMS plugins create their sockets owned by root " +
+					"(mode `0600` or `0660` on most distributions) and connecting to a Unix socket needs write permission on it. " +
+					"Root here has no capabilities at all (every capability is dropped, privilege escalation is off, the root " +
+					"file system is read-only, seccomp is `RuntimeDefault`), so it can open only what root owns, and the socket " +
+					"directory is mounted read-only. When your plugin's socket belongs to another user or group, set that ID " +
+					"here (and `run_as_group`): the pod then also runs with `runAsNonRoot`.",
+				Validators: []validator.Int64{int64validator.AtLeast(0)},
+			},
+			"run_as_group": schema.Int64Attribute{
+				Optional: true, Computed: true,
+				MarkdownDescription: "Group ID of the reporter process. Default: `run_as_user`.",
+				Validators:          []validator.Int64{int64validator.AtLeast(0)},
+			},
+			"priority_class_name": schema.StringAttribute{
+				Optional: true, Computed: true,
+				Default: stringdefault.StaticString(reporterinstall.DefaultPriorityClassName),
+				MarkdownDescription: "PriorityClass of the reporter pods. Default `" + reporterinstall.DefaultPriorityClassName +
+					"`, like other per-node agents, so a full node does not evict the health signal key rotations depend on; " +
+					"`\"\"` for none.",
+				Validators: []validator.String{priorityClassName},
+			},
+			"cpu_request": schema.StringAttribute{
+				Optional: true, Computed: true,
+				Default:             stringdefault.StaticString(reporterinstall.DefaultCPURequest),
+				MarkdownDescription: "CPU request of the reporter container. Default `" + reporterinstall.DefaultCPURequest + "`; `\"\"` for none. No CPU limit is set.",
+				Validators:          []validator.String{quantity},
+			},
+			"memory_request": schema.StringAttribute{
+				Optional: true, Computed: true,
+				Default:             stringdefault.StaticString(reporterinstall.DefaultMemoryRequest),
+				MarkdownDescription: "Memory request of the reporter container. Default `" + reporterinstall.DefaultMemoryRequest + "`; `\"\"` for none.",
+				Validators:          []validator.String{quantity},
+			},
+			"memory_limit": schema.StringAttribute{
+				Optional: true, Computed: true,
+				Default:             stringdefault.StaticString(reporterinstall.DefaultMemoryLimit),
+				MarkdownDescription: "Memory limit of the reporter container. Default `" + reporterinstall.DefaultMemoryLimit + "`; `\"\"` for none. Must not be below `memory_request`.",
+				Validators:          []validator.String{quantity},
+			},
+			"service_account": schema.StringAttribute{
+				Computed: true,
+				MarkdownDescription: "Name of the reporter's ServiceAccount in `namespace`; its user is `system:serviceaccount:<namespace>:<service_account>`. " +
+					"Its token is never mounted automatically: the pods mount a projected token that expires after an hour " +
+					"(renewed by the kubelet), with the cluster CA and the namespace, where in-cluster configuration expects them.",
+			},
+			"cluster_role": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "Name of the ClusterRole (and ClusterRoleBinding): `kmshealth-reporter:<namespace>:<name>`. Its one rule allows `patch` of `<resource>/status` of the `target` object, by name; nothing else.",
+			},
+			"objects_in_sync": schema.BoolAttribute{
+				Computed: true,
+				MarkdownDescription: "`false` when, at the last refresh, an object of the installation was missing, or a field kmshealth " +
+					"applied had been changed or taken over by another field manager (e.g. a `kubectl edit` of the DaemonSet or the " +
+					"ClusterRole). The plan then shows it turning `true`, and the apply restores every object. Always `true` after an apply.",
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+		},
+	}
+}
+
+func (r *reporterResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.clients = configure(req.ProviderData, &resp.Diagnostics)
+}
+
+// ValidateConfig checks what spans attributes: the timeouts against the
+// interval, install_crd against the target, the memory request against
+// the limit. Unset attributes count with their defaults.
+func (r *reporterResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var m reporterModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	durations := map[string]time.Duration{}
+	known := true
+	for attrName, d := range map[string]struct {
+		v   types.String
+		def time.Duration
+	}{
+		"probe_interval": {m.ProbeInterval, kmshealth.DefaultInterval},
+		"read_timeout":   {m.ReadTimeout, kmshealth.DefaultReadTimeout},
+		"write_timeout":  {m.WriteTimeout, kmshealth.DefaultWriteTimeout},
+	} {
+		switch {
+		case d.v.IsUnknown():
+			known = false
+		case d.v.IsNull():
+			durations[attrName] = d.def
+		default:
+			v, err := time.ParseDuration(d.v.ValueString())
+			if err != nil {
+				known = false // the attribute's validator reports it
+			}
+			durations[attrName] = v
+		}
+	}
+	if known && durations["probe_interval"] >= kmshealth.MinInterval {
+		for _, a := range []string{"read_timeout", "write_timeout"} {
+			if d := durations[a]; d > 0 && d >= durations["probe_interval"] {
+				resp.Diagnostics.AddAttributeError(path.Root(a), "Timeout not shorter than the probe interval",
+					fmt.Sprintf("%s %s must be shorter than probe_interval %s, so that every probe ends before the next one: lower %s or raise probe_interval.",
+						a, d, durations["probe_interval"], a))
+			}
+		}
+	}
+
+	if !m.InstallCRD.IsNull() && !m.InstallCRD.IsUnknown() && !m.Target.IsUnknown() {
+		t := kmshealth.DefaultTarget()
+		if !m.Target.IsNull() {
+			var err error
+			if t, err = kmshealth.ParseTarget(m.Target.ValueString()); err != nil {
+				t = kmshealth.DefaultTarget() // the attribute's validator reports it
+			}
+		}
+		if err := reporterinstall.CheckInstallCRD(m.InstallCRD.ValueBool(), t); err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("install_crd"), "CRD for another kind of target", err.Error()+".")
+		}
+	}
+
+	if m.MemoryRequest.IsUnknown() || m.MemoryLimit.IsUnknown() {
+		return
+	}
+	request, limit := m.MemoryRequest.ValueString(), m.MemoryLimit.ValueString()
+	if m.MemoryRequest.IsNull() {
+		request = reporterinstall.DefaultMemoryRequest
+	}
+	if m.MemoryLimit.IsNull() {
+		limit = reporterinstall.DefaultMemoryLimit
+	}
+	if err := reconcilerinstall.CheckMemory(request, limit); err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("memory_request"), "Memory request above limit", err.Error()+".")
+	}
+}
+
+// ModifyPlan fills the defaults that depend on other values (image from the
+// provider's version, socket_dir unless kms_sockets is set, install_crd
+// from the target, run_as_group from run_as_user) and the computed names,
+// and plans objects_in_sync = true: a refresh that found drift makes that a
+// change, and the apply restores the objects.
+func (r *reporterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+	var plan, config reporterModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if config.Image.IsNull() && r.clients != nil {
+		plan.Image = types.StringValue(reporterinstall.DefaultImage(r.clients.Version))
+	}
+	if config.SocketDir.IsNull() {
+		switch {
+		case config.KMSSockets.IsUnknown():
+			plan.SocketDir = types.StringUnknown()
+		case config.KMSSockets.IsNull():
+			plan.SocketDir = types.StringValue(kmshealth.SocketDir)
+		default:
+			plan.SocketDir = types.StringNull()
+		}
+	}
+	if config.InstallCRD.IsNull() {
+		if plan.Target.IsUnknown() {
+			plan.InstallCRD = types.BoolUnknown()
+		} else {
+			t, err := kmshealth.ParseTarget(plan.Target.ValueString())
+			plan.InstallCRD = types.BoolValue(err == nil && t.IsDefault())
+		}
+	}
+	if config.RunAsGroup.IsNull() {
+		plan.RunAsGroup = plan.RunAsUser
+	}
+	plan.setNames()
+	plan.ObjectsInSync = types.BoolValue(true)
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+func (r *reporterResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan reporterModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Create(ctx, defaultReporterTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if r.write(ctx, &plan, timeout, &resp.Diagnostics) {
+		// Also after a write that failed half-way: the resource is then
+		// tainted, and destroy can clean up.
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	}
+}
+
+func (r *reporterResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state reporterModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() || !r.clients.Known() {
+		return // provider configuration unknown: keep the state as it is
+	}
+	core, err := r.clients.Core()
+	if err != nil {
+		connectionError(&resp.Diagnostics, err)
+		return
+	}
+	dyn, err := r.clients.Dynamic()
+	if err != nil {
+		connectionError(&resp.Diagnostics, err)
+		return
+	}
+	ns, name := state.Namespace.ValueString(), state.Name.ValueString()
+	importing := state.Image.IsNull()
+	var target kmshealth.Target // zero on import: the DaemonSet's
+	if !importing {
+		if target, err = kmshealth.ParseTarget(state.Target.ValueString()); err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("target"), "Invalid target in state", err.Error())
+			return
+		}
+	}
+	live, err := reporterinstall.Observe(ctx, core, dyn, ns, name, target)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot read the reporter installation", err.Error())
+		return
+	}
+	if importing && !live.Installed() {
+		resp.Diagnostics.AddError("Nothing to import",
+			fmt.Sprintf("DaemonSet %s/%s does not exist or was not installed by kmshealth (it lacks the %s=%s and %s=%s labels).",
+				ns, name, reporterinstall.InstanceLabel, name, reporterinstall.NamespaceLabel, ns))
+		return
+	}
+	if !live.Exists() {
+		resp.Diagnostics.AddWarning("Reporter gone",
+			fmt.Sprintf("No object of the reporter %s/%s is left, so it is removed from the state; the next apply installs it again.", ns, name))
+		resp.State.RemoveResource(ctx)
+		return
+	}
+
+	got, parsed := live.Config()
+	want := got // import: what is there is what was applied
+	if importing {
+		if !parsed {
+			resp.Diagnostics.AddError("Cannot import the reporter",
+				fmt.Sprintf("DaemonSet %s/%s has no %q container whose arguments the report mode accepts: it was changed out of band. Delete it and apply, or restore it first.",
+					ns, name, reporterinstall.ContainerName))
+			return
+		}
+		state.Target = types.StringValue(got.Target.String())
+		state.InstallCRD = types.BoolValue(got.InstallCRD)
+	} else {
+		var diags diag.Diagnostics
+		want, diags = state.config(ctx)
+		resp.Diagnostics.Append(diags...)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+	}
+	objs, err := reporterinstall.Build(want)
+	drift := []string{"the installed objects cannot be rebuilt: " + fmt.Sprint(err)}
+	if err == nil {
+		drift = live.Drift(objs)
+	}
+	state.ObjectsInSync = types.BoolValue(len(drift) == 0)
+	if len(drift) > 0 {
+		resp.Diagnostics.AddWarning("Reporter objects drifted",
+			fmt.Sprintf("Changed out of band since the last apply: %s. The next apply restores them.", strings.Join(drift, "; ")))
+	}
+
+	// Report the live values of what the DaemonSet holds, so an
+	// out-of-band change shows in the plan (objects_in_sync covers the rest).
+	if live.Installed() && parsed {
+		resp.Diagnostics.Append(state.setLive(ctx, got, want)...)
+	}
+	state.setNames()
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+// setLive copies the DaemonSet's values into the model, keeping the
+// model's spelling where it means the same (1m is 1m0s, 0.5Gi is 512Mi).
+func (m *reporterModel) setLive(ctx context.Context, got, prior reporterinstall.Config) diag.Diagnostics {
+	var diags diag.Diagnostics
+	m.Image = types.StringValue(got.Image)
+	if len(got.Sockets) > 0 {
+		if !sameStrings(got.Sockets, prior.Sockets) || m.KMSSockets.IsNull() {
+			set, d := types.SetValueFrom(ctx, types.StringType, got.Sockets)
+			diags.Append(d...)
+			m.KMSSockets = set
+		}
+		m.SocketDir = types.StringNull()
+	} else {
+		m.KMSSockets = types.SetNull(types.StringType)
+		m.SocketDir = types.StringValue(got.SocketDir)
+	}
+	m.ProbeInterval = liveDuration(m.ProbeInterval, got.Interval)
+	m.ReadTimeout = liveDuration(m.ReadTimeout, got.ReadTimeout)
+	m.WriteTimeout = liveDuration(m.WriteTimeout, got.WriteTimeout)
+	if !reflect.DeepEqual(normalizeMap(got.NodeSelector), normalizeMap(prior.NodeSelector)) || m.NodeSelector.IsNull() {
+		sel, d := types.MapValueFrom(ctx, types.StringType, normalizeMap(got.NodeSelector))
+		diags.Append(d...)
+		m.NodeSelector = sel
+	}
+	if !sameTolerations(got.Tolerations, prior.Tolerations) || m.Tolerations.IsNull() {
+		l, d := tolerationsValue(ctx, got.Tolerations)
+		diags.Append(d...)
+		m.Tolerations = l
+	}
+	m.RunAsUser = types.Int64Value(got.RunAsUser)
+	m.RunAsGroup = types.Int64Value(got.RunAsGroup)
+	m.PriorityClassName = types.StringValue(got.PriorityClassName)
+	m.CPURequest = liveQuantity(m.CPURequest, got.CPURequest)
+	m.MemoryRequest = liveQuantity(m.MemoryRequest, got.MemoryRequest)
+	m.MemoryLimit = liveQuantity(m.MemoryLimit, got.MemoryLimit)
+	return diags
+}
+
+// liveDuration keeps the configured spelling of a duration the DaemonSet
+// holds in Go's form, and reports any other value.
+func liveDuration(prior types.String, live time.Duration) types.String {
+	if d, err := time.ParseDuration(prior.ValueString()); err == nil && !prior.IsNull() && !prior.IsUnknown() && d == live {
+		return prior
+	}
+	return types.StringValue(live.String())
+}
+
+func sameStrings(a, b []string) bool {
+	seen := map[string]int{}
+	for _, s := range a {
+		seen[s]++
+	}
+	for _, s := range b {
+		seen[s]--
+	}
+	for _, n := range seen {
+		if n != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func normalizeMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+func sameTolerations(a, b []corev1.Toleration) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !a[i].MatchToleration(&b[i]) || !reflect.DeepEqual(a[i].TolerationSeconds, b[i].TolerationSeconds) {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *reporterResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan reporterModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Update(ctx, defaultReporterTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if r.write(ctx, &plan, timeout, &resp.Diagnostics) {
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	}
+}
+
+// write applies the plan. It reports whether anything may have been
+// written, i.e. whether the state must record the installation.
+func (r *reporterResource) write(ctx context.Context, plan *reporterModel, timeout time.Duration, diags *diag.Diagnostics) bool {
+	c, d := plan.config(ctx)
+	if diags.Append(d...); diags.HasError() {
+		return false
+	}
+	core, err := r.clients.Core()
+	if err != nil {
+		connectionError(diags, err)
+		return false
+	}
+	dyn, err := r.clients.Dynamic()
+	if err != nil {
+		connectionError(diags, err)
+		return false
+	}
+	plan.setNames()
+	plan.ObjectsInSync = types.BoolValue(true)
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := reporterinstall.Apply(wctx, core, dyn, c); err != nil {
+		addReporterInstallError(diags, err)
+		if reporterinstall.Refused(err) {
+			return false
+		}
+		plan.ObjectsInSync = types.BoolValue(false)
+		return true
+	}
+	if !c.InstallCRD {
+		if _, err := kmshealth.GetTarget(ctx, dyn, c.Target); apierrors.IsNotFound(err) {
+			diags.AddAttributeWarning(path.Root("target"), "Target not found",
+				fmt.Sprintf("%s does not exist (or its resource type is not served), so the reporters cannot write their conditions until it does. "+
+					"Create it, set install_crd = true to let kmshealth create a %s object, or correct target.", c.Target, kmshealth.Kind))
+		}
+	}
+	return true
+}
+
+// addReporterInstallError points a failed apply at the attribute that can
+// fix it.
+func addReporterInstallError(diags *diag.Diagnostics, err error) {
+	switch {
+	case errors.Is(err, reporterinstall.ErrForeignObject) && strings.Contains(err.Error(), "install_crd"):
+		diags.AddAttributeError(path.Root("install_crd"), "Object not managed by kmshealth", err.Error())
+	case errors.Is(err, reporterinstall.ErrForeignObject):
+		diags.AddAttributeError(path.Root("name"), "Object not managed by kmshealth", err.Error())
+	case reporterinstall.Refused(err):
+		diags.AddError("Cannot install the reporter", err.Error())
+	default:
+		diags.AddError("Reporter installed only in part", err.Error()+
+			"\n\nThe objects written so far are recorded; fix the cause and apply again, or destroy to remove them.")
+	}
+}
+
+func (r *reporterResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state reporterModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := state.Timeouts.Delete(ctx, defaultReporterTimeout)
+	resp.Diagnostics.Append(diags...)
+	target, err := kmshealth.ParseTarget(state.Target.ValueString())
+	if err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("target"), "Invalid target in state", err.Error())
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	core, err := r.clients.Core()
+	if err != nil {
+		connectionError(&resp.Diagnostics, err)
+		return
+	}
+	dyn, err := r.clients.Dynamic()
+	if err != nil {
+		connectionError(&resp.Diagnostics, err)
+		return
+	}
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	deleted, err := reporterinstall.Delete(dctx, core, dyn, state.Namespace.ValueString(), state.Name.ValueString(), target, state.InstallCRD.ValueBool())
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot uninstall the reporter", err.Error())
+		return
+	}
+	for _, k := range deleted.Kept {
+		resp.Diagnostics.AddWarning("Left in place on purpose", k+".")
+	}
+}
+
+func (r *reporterResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	ns, name, err := reporterinstall.ParseID(req.ID)
+	if err != nil {
+		resp.Diagnostics.AddError("Invalid import ID", err.Error())
+		return
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), ns)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+}
+
+// Plan-time validators of this resource.
+var (
+	reporterName      = kubeName{"a reporter name (DNS-1123 label)", reporterinstall.ValidateName}
+	targetString      = checkedString{"Invalid target", "must be <group>/<version>/<resource>/<name>", func(s string) error { _, err := kmshealth.ParseTarget(s); return err }}
+	priorityClassName = kubeName{"a PriorityClass name (RFC 1123 subdomain) or empty", func(s string) []string {
+		if s == "" {
+			return nil
+		}
+		return objectName.check(s)
+	}}
+)
+
+// kmsSockets validates kms_sockets as a whole: the socket pattern, and no
+// keyID twice.
+type kmsSockets struct{}
+
+func (kmsSockets) Description(context.Context) string {
+	return "each must match " + kmshealth.SocketPattern.String() + ", with distinct keyIDs"
+}
+
+func (v kmsSockets) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (kmsSockets) ValidateSet(ctx context.Context, req validator.SetRequest, resp *validator.SetResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if len(req.ConfigValue.Elements()) == 0 {
+		resp.Diagnostics.AddAttributeError(req.Path, "No KMS sockets",
+			fmt.Sprintf("kms_sockets is empty: list at least one unix://%s/kms-<keyID>.sock, or remove kms_sockets to probe every socket in socket_dir (default %s).", kmshealth.SocketDir, kmshealth.SocketDir))
+		return
+	}
+	var sockets []string
+	for _, e := range req.ConfigValue.Elements() {
+		s, ok := e.(types.String)
+		if !ok || s.IsUnknown() || s.IsNull() {
+			return
+		}
+		sockets = append(sockets, s.ValueString())
+	}
+	if err := reporterinstall.ValidateSockets(sockets); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid KMS socket",
+			fmt.Sprintf("kms_sockets: %s.\n\nEach socket must match %s, e.g. unix://%s/kms-1.sock, as in the API server's EncryptionConfiguration; "+
+				"or remove kms_sockets and set socket_dir to probe every kms-<keyID>.sock in a directory.",
+				strings.ReplaceAll(err.Error(), "\n", "; "), kmshealth.SocketPattern, kmshealth.SocketDir))
+	}
+}
+
+// durationAtLeast validates a Go duration string with a lower bound.
+type durationAtLeast struct{ min time.Duration }
+
+func (v durationAtLeast) Description(context.Context) string {
+	if v.min <= time.Nanosecond {
+		return "must be a positive Go duration such as 5s or 1m"
+	}
+	return "must be a Go duration of at least " + v.min.String()
+}
+
+func (v durationAtLeast) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (v durationAtLeast) ValidateString(ctx context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	s := req.ConfigValue.ValueString()
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid duration", fmt.Sprintf("%s: %q is not a duration: write a number with a unit, e.g. 30s or 1m.", req.Path, s))
+	case d < v.min:
+		resp.Diagnostics.AddAttributeError(req.Path, "Duration too short", fmt.Sprintf("%s: %s %s.", req.Path, s, v.Description(ctx)))
+	}
+}
+
+// labelMap validates node_selector keys and values.
+type labelMap struct{}
+
+func (labelMap) Description(context.Context) string {
+	return "keys must be label keys and values label values"
+}
+
+func (v labelMap) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (labelMap) ValidateMap(ctx context.Context, req validator.MapRequest, resp *validator.MapResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	sel := map[string]string{}
+	for k, e := range req.ConfigValue.Elements() {
+		s, ok := e.(types.String)
+		if !ok || s.IsUnknown() {
+			return
+		}
+		sel[k] = s.ValueString()
+	}
+	if err := reporterinstall.ValidateNodeSelector(sel); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid node selector",
+			fmt.Sprintf("node_selector: %s. Keys are label keys such as %s (an optional DNS prefix and a name of at most 63 characters), values label values (at most 63 characters, may be empty).",
+				strings.ReplaceAll(err.Error(), "\n", "; "), reporterinstall.ControlPlaneLabel))
+	}
+}
+
+// tolerationObject validates one element of tolerations as the API server
+// would.
+type tolerationObject struct{}
+
+func (tolerationObject) Description(context.Context) string {
+	return "must be a valid toleration"
+}
+
+func (v tolerationObject) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (tolerationObject) ValidateObject(ctx context.Context, req validator.ObjectRequest, resp *validator.ObjectResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	for _, a := range req.ConfigValue.Attributes() {
+		if a.IsUnknown() {
+			return
+		}
+	}
+	var m tolerationModel
+	resp.Diagnostics.Append(req.ConfigValue.As(ctx, &m, basetypes.ObjectAsOptions{})...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if err := reporterinstall.ValidateToleration(m.toleration()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid toleration",
+			fmt.Sprintf("%s: %s.", req.Path, strings.ReplaceAll(err.Error(), "\n", "; ")))
+	}
+}
