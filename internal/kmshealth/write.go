@@ -169,22 +169,7 @@ func InstallCRD(ctx context.Context, dyn dynamic.Interface, fieldManager string)
 	if _, err := dyn.Resource(CRDGVR).Apply(ctx, crd.GetName(), crd, metav1.ApplyOptions{FieldManager: fieldManager, Force: true}); err != nil {
 		return fmt.Errorf("apply CRD %s: %w", CRDName, err)
 	}
-	sel := fields.OneTermEqualSelector("metadata.name", CRDName).String()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = sel
-			return dyn.Resource(CRDGVR).List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = sel
-			return dyn.Resource(CRDGVR).Watch(ctx, o)
-		},
-	}
-	established := func(obj runtime.Object) bool {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			return false
-		}
+	established := func(u *unstructured.Unstructured) bool {
 		for _, c := range Conditions(u) {
 			if c.Type == "Established" && c.Status == metav1.ConditionTrue {
 				return true
@@ -192,18 +177,40 @@ func InstallCRD(ctx context.Context, dyn dynamic.Interface, fieldManager string)
 		}
 		return false
 	}
+	if err := WaitFor(ctx, dyn, CRDGVR, CRDName, established); err != nil {
+		return fmt.Errorf("CRD %s not established: %w", CRDName, err)
+	}
+	return nil
+}
+
+// WaitFor watches the cluster-scoped object name of gvr until done holds
+// for it (checked on the current state first, then on every event) or ctx
+// ends.
+func WaitFor(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, name string, done func(*unstructured.Unstructured) bool) error {
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			return dyn.Resource(gvr).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel
+			return dyn.Resource(gvr).Watch(ctx, o)
+		},
+	}
+	check := func(obj any) bool {
+		u, ok := obj.(*unstructured.Unstructured)
+		return ok && done(u)
+	}
 	_, err := watchtools.UntilWithSync(ctx, lw, &unstructured.Unstructured{}, func(s cache.Store) (bool, error) {
 		for _, o := range s.List() {
-			if established(o.(runtime.Object)) {
+			if check(o) {
 				return true, nil
 			}
 		}
 		return false, nil
-	}, func(e watch.Event) (bool, error) { return established(e.Object), nil })
-	if err != nil {
-		return fmt.Errorf("CRD %s not established: %w", CRDName, err)
-	}
-	return nil
+	}, func(e watch.Event) (bool, error) { return check(e.Object), nil })
+	return err
 }
 
 // EnsureObject creates the (empty) KMSHealth object t.Name if it does not

@@ -14,13 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
@@ -103,21 +97,6 @@ func installCRD(t *testing.T, target kmshealth.Target) {
 	}
 }
 
-// listWatchFor lists and watches one object by name.
-func listWatchFor(d dynamic.Interface, gvr schema.GroupVersionResource, name string) cache.ListerWatcher {
-	sel := fields.OneTermEqualSelector("metadata.name", name).String()
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = sel
-			return d.Resource(gvr).List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = sel
-			return d.Resource(gvr).Watch(ctx, o)
-		},
-	}
-}
-
 func startNode(t *testing.T, name, kek string, target kmshealth.Target) *node {
 	t.Helper()
 	ctx := context.Background()
@@ -160,11 +139,7 @@ func waitFor(t *testing.T, target kmshealth.Target, timeout time.Duration, what 
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var last map[string]metav1.Condition
-	check := func(obj runtime.Object) bool {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			return false
-		}
+	err := kmshealth.WaitFor(ctx, dyn(t), target.GVR(), target.Name, func(u *unstructured.Unstructured) bool {
 		conds := kmshealth.Conditions(u)
 		last = map[string]metav1.Condition{}
 		for _, c := range conds {
@@ -172,15 +147,7 @@ func waitFor(t *testing.T, target kmshealth.Target, timeout time.Duration, what 
 		}
 		h := kmshealth.Evaluate(conds, kmshealth.EvalOptions{Now: time.Now(), MaxStaleness: staleness})
 		return pred(h, last)
-	}
-	_, err := watchtools.UntilWithSync(ctx, listWatchFor(dyn(t), target.GVR(), target.Name), &unstructured.Unstructured{}, func(s cache.Store) (bool, error) {
-		for _, o := range s.List() {
-			if check(o.(runtime.Object)) {
-				return true, nil
-			}
-		}
-		return false, nil
-	}, func(e watch.Event) (bool, error) { return check(e.Object), nil })
+	})
 	if err != nil {
 		t.Fatalf("%s: not within %s: %v\nlast conditions: %s", what, timeout, err, describe(last))
 	}
