@@ -41,3 +41,36 @@ resource "kmshealth_reconciler" "this" {
   ca_bundle_sources = [kmshealth_apiservice_cabundle.this.ca_bundle_source]
   image             = var.reconciler_image
 }
+
+# KMS v2 plugin health: a reporter on every control-plane node probes each
+# local plugin socket and writes one condition per node on the KMSHealth
+# object "cluster"; the reconciler above rolls them up into
+# KMSPluginsDegraded (kubectl get kmshealths).
+resource "kmshealth_reporter" "this" {
+  namespace   = var.reporter_namespace
+  kms_sockets = var.kms_sockets
+}
+
+# Read back by Terraform: per node and per plugin health, and whether every
+# node agrees on the active key encryption key.
+data "kmshealth_kms_plugin_health" "this" {
+  max_staleness  = var.kms_max_staleness
+  expected_nodes = var.control_plane_nodes
+
+  depends_on = [kmshealth_reporter.this]
+}
+
+# Stands in for whatever rotates the key encryption key (a new cloud KMS key
+# version, an EncryptionConfiguration rollout): the plan stops here unless
+# every node is healthy, fresh and agrees on the active key.
+resource "terraform_data" "rotate_kek" {
+  count = var.rotate_kek_to == null ? 0 : 1
+  input = var.rotate_kek_to
+
+  lifecycle {
+    precondition {
+      condition     = data.kmshealth_kms_plugin_health.this.rotation_ready
+      error_message = "KMS plugins are not ready for key rotation: ${join("; ", data.kmshealth_kms_plugin_health.this.problems)}"
+    }
+  }
+}

@@ -17,3 +17,17 @@ output "reconciler_metrics_service" {
   description = "Service that exposes the reconciler's Prometheus metrics on port 8080."
   value       = "${kmshealth_reconciler.this.metrics_service}.${kmshealth_reconciler.this.namespace}.svc"
 }
+
+output "kms_plugin_health" {
+  description = "KMS v2 plugin health as the data source reads it: the gate, and one line per node (keyID:status:kekID per plugin)."
+  value = {
+    healthy         = data.kmshealth_kms_plugin_health.this.healthy
+    rotation_ready  = data.kmshealth_kms_plugin_health.this.rotation_ready
+    degraded_reason = data.kmshealth_kms_plugin_health.this.degraded_reason
+    active_kek_ids  = data.kmshealth_kms_plugin_health.this.active_kek_ids
+    nodes = [
+      for n in data.kmshealth_kms_plugin_health.this.nodes :
+      format("%-12s %-9s %s", n.name, n.status, join(" ", [for p in n.plugins : "kms-${p.key_id}:${p.status}:${coalesce(p.kek_id, "-")}"]))
+    ]
+  }
+}

@@ -47,3 +47,33 @@ variable "reconciler_image" {
   type        = string
   default     = null
 }
+
+variable "reporter_namespace" {
+  description = "Namespace of the KMS health reporter DaemonSet (it mounts the plugin socket directory from the host)."
+  type        = string
+  default     = "kube-system"
+}
+
+variable "kms_sockets" {
+  description = "KMS v2 plugin endpoints on each control-plane node, unix:///var/run/kmsplugin/kms-<keyID>.sock; null probes every socket in /var/run/kmsplugin."
+  type        = list(string)
+  default     = null
+}
+
+variable "kms_max_staleness" {
+  description = "How old a node's last KMS check may be before it counts as stale (4 × the reporter's probe interval)."
+  type        = string
+  default     = "2m"
+}
+
+variable "control_plane_nodes" {
+  description = "Nodes that must report KMS health; null means every node that has reported."
+  type        = list(string)
+  default     = null
+}
+
+variable "rotate_kek_to" {
+  description = "Set to rotate the key encryption key; the plan fails unless every node is ready for rotation."
+  type        = string
+  default     = null
+}

@@ -3,7 +3,10 @@
 // examples/cluster-bootstrap with Terraform (or OpenTofu: DEMO_CLI=tofu),
 // corrupts the caBundle out of band, shows the next plan catching it,
 // restores it, then runs the same binary in reconcile mode and shows it
-// restoring corruptions within milliseconds, destroys, and tears down.
+// restoring corruptions within milliseconds; then three simulated
+// control-plane nodes report KMS v2 plugin health, the data source gates a
+// key rotation, a plugin turns unhealthy and the gated plan stops; finally
+// it destroys and tears down.
 // DEMO_KEEP=1 keeps the control plane running at the end until Ctrl-C, for
 // playing with its kubeconfig.
 package main
@@ -21,12 +24,17 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmstest"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testpki"
 )
@@ -155,12 +163,17 @@ func run(ctx context.Context) error {
 		}
 		fmt.Printf("restored by the reconciler after %s\n", took.Round(100*time.Microsecond))
 	}
-	rec.Stop()
 	if err := show(ctx, agg); err != nil {
+		rec.Stop()
+		return err
+	}
+	err = kmsHealth(ctx, cli, env, filepath.Join(work, "bin", "terraform-provider-kmshealth"))
+	rec.Stop()
+	if err != nil {
 		return err
 	}
 
-	step("%s destroy releases the caBundle and annotation, deletes the inline ConfigMap and uninstalls the reconciler", cliName)
+	step("%s destroy releases the caBundle and annotation, deletes the inline ConfigMap, uninstalls the reconciler and the reporter (CRD and conditions included)", cliName)
 	if err := runCLI(ctx, cli, 0, "destroy", "-auto-approve", "-input=false", "-compact-warnings"); err != nil {
 		return err
 	}
@@ -198,6 +211,119 @@ func show(ctx context.Context, agg aggregator.Interface) error {
 	}
 	fmt.Printf("live APIService %s: caBundle sha256=%s CN=%q\n  annotation %s=%q\n  field managers:%s\n",
 		svc.Name, fp, subject, cabundle.SourceAnnotation, svc.Annotations[cabundle.SourceAnnotation], owners)
+	return nil
+}
+
+// reportInterval is the demo reporters' --interval (the shortest allowed).
+const reportInterval = kmshealth.MinInterval
+
+// kmsHealth starts three control-plane "nodes" (a Node object, a KMS v2
+// plugin and a reporter process in its own mount namespace each), shows the
+// health the data source reads and a key rotation passing its gate, then
+// turns one plugin unhealthy and shows the gated plan stop.
+func kmsHealth(ctx context.Context, cli *devenv.CLI, env *testenv.Env, bin string) error {
+	step("Three control-plane nodes start reporting KMS v2 plugin health (report mode, one process per node, every %s)", reportInterval)
+	dyn, err := dynamic.NewForConfig(env.RESTConfig())
+	if err != nil {
+		return err
+	}
+	var plugins []*kmstest.Plugin
+	var reporters []*devenv.Process
+	defer func() {
+		for _, r := range reporters {
+			r.Stop()
+		}
+		for _, p := range plugins {
+			p.Stop()
+		}
+	}()
+	for i := 1; i <= 3; i++ {
+		name := fmt.Sprintf("demo-cp-%d", i)
+		if _, err := env.Clientset().CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+			Name: name, Labels: map[string]string{"node-role.kubernetes.io/control-plane": ""},
+		}}, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		dir := filepath.Join(env.Dir, name)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return err
+		}
+		p, err := kmstest.Start(filepath.Join(dir, "kms-1.sock"), "kek-2026-11")
+		if err != nil {
+			return err
+		}
+		plugins = append(plugins, p)
+		logf, err := os.Create(filepath.Join(env.Dir, "reporter-"+name+".log"))
+		if err != nil {
+			return err
+		}
+		r, err := devenv.StartReport(ctx, bin, logf, dir, "--kubeconfig="+env.Kubeconfig, "--node-name="+name,
+			"--kms-socket=unix:///var/run/kmsplugin/kms-1.sock", "--interval="+reportInterval.String(), "--read-timeout=2s", "--write-timeout=3s")
+		if err != nil {
+			return fmt.Errorf("%w; see %s", err, logf.Name())
+		}
+		reporters = append(reporters, r)
+		fmt.Printf("node %s: plugin %s, reporter log %s\n", name, p.Endpoint(), logf.Name())
+	}
+	if err := waitDegraded(ctx, dyn, metav1.ConditionFalse); err != nil {
+		return err
+	}
+	if err := showKMSHealth(ctx, dyn); err != nil {
+		return err
+	}
+	step("%s apply -var rotate_kek_to=kek-2026-12: the data source gate lets the rotation through", cli.Name)
+	if err := runCLI(ctx, cli, 0, "apply", "-auto-approve", "-input=false", "-compact-warnings", "-var", "rotate_kek_to=kek-2026-12"); err != nil {
+		return err
+	}
+	step("Out of band: the KMS plugin on demo-cp-2 loses its backend")
+	plugins[1].SetHealthz("kms backend unreachable")
+	start := time.Now()
+	if err := waitDegraded(ctx, dyn, metav1.ConditionTrue); err != nil {
+		return err
+	}
+	fmt.Printf("reported and rolled up after %s\n", time.Since(start).Round(time.Millisecond))
+	if err := showKMSHealth(ctx, dyn); err != nil {
+		return err
+	}
+	step("%s plan -var rotate_kek_to=kek-2027-01 stops at the gate, naming the node and plugin", cli.Name)
+	if err := runCLI(ctx, cli, 1, "plan", "-input=false", "-compact-warnings", "-var", "rotate_kek_to=kek-2027-01"); err != nil {
+		return err
+	}
+	plugins[1].SetHealthz("ok")
+	return waitDegraded(ctx, dyn, metav1.ConditionFalse)
+}
+
+// waitDegraded watches the KMSHealth object until KMSPluginsDegraded has
+// status want.
+func waitDegraded(ctx context.Context, dyn dynamic.Interface, want metav1.ConditionStatus) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	t := kmshealth.DefaultTarget()
+	err := kmshealth.WaitFor(ctx, dyn, t.GVR(), t.Name, func(u *unstructured.Unstructured) bool {
+		for _, c := range kmshealth.Conditions(u) {
+			if c.Type == kmshealth.DegradedCondition {
+				return c.Status == want
+			}
+		}
+		return false
+	})
+	if err != nil {
+		return fmt.Errorf("KMSPluginsDegraded=%s: %w", want, err)
+	}
+	return nil
+}
+
+// showKMSHealth prints the conditions on the KMSHealth object, as
+// `kubectl get kmshealths cluster -o yaml` would show them.
+func showKMSHealth(ctx context.Context, dyn dynamic.Interface) error {
+	obj, err := kmshealth.GetTarget(ctx, dyn, kmshealth.DefaultTarget())
+	if err != nil {
+		return err
+	}
+	fmt.Printf("kmshealths/%s status.conditions:\n", obj.GetName())
+	for _, c := range kmshealth.Conditions(obj) {
+		fmt.Printf("  %-28s %-7s %-10s %s\n", c.Type, c.Status, c.Reason, c.Message)
+	}
 	return nil
 }
 
@@ -244,7 +370,8 @@ func startReconciler(ctx context.Context, bin string, env *testenv.Env) (*devenv
 	if err != nil {
 		return nil, err
 	}
-	p, err := devenv.StartReconcile(ctx, bin, logf, "--kubeconfig="+env.Kubeconfig, "--namespace=default")
+	p, err := devenv.StartReconcile(ctx, bin, logf, "--kubeconfig="+env.Kubeconfig, "--namespace=default",
+		"--kms-max-staleness="+(kmshealth.StalenessFactor*reportInterval).String())
 	if err != nil {
 		return nil, fmt.Errorf("%w; see %s", err, logf.Name())
 	}
