@@ -63,7 +63,7 @@ func probeOne(ctx context.Context, s Socket, timeout time.Duration, now func() t
 	resp, err := kmsapi.NewKeyManagementServiceClient(conn).Status(ctx, &kmsapi.StatusRequest{}, grpc.WaitForReady(true))
 	r.Checked = now()
 	if err != nil {
-		r.Err = fmt.Errorf("Status: %w", err)
+		r.Err = fmt.Errorf("status RPC: %w", err)
 		return r
 	}
 	r.Version, r.Healthz, r.KEKID = resp.GetVersion(), resp.GetHealthz(), resp.GetKeyId()
