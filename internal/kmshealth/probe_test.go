@@ -150,9 +150,6 @@ func startPlugins(t *testing.T, n int) (string, []*kmstest.Plugin) {
 func fixedNow() time.Time { return t0 }
 
 func TestProbe(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts gRPC servers")
-	}
 	ctx := context.Background()
 	dir, plugins := startPlugins(t, 3)
 	sockets, err := SocketsInDir(dir)
