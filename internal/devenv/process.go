@@ -61,13 +61,11 @@ func start(ctx context.Context, out io.Writer, readyPath string, argv func(metri
 	args := argv(metrics, health)
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdout, cmd.Stderr = out, out
-	// The process never outlives whoever started it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	p, err := StartCommand(cmd)
+	if err != nil {
 		return nil, err
 	}
-	p := &Process{Cmd: cmd, MetricsURL: "http://" + metrics + "/metrics", HealthURL: "http://" + health, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(p.done) }()
+	p.MetricsURL, p.HealthURL = "http://"+metrics+"/metrics", "http://"+health
 	// The process offers no watch for its own readiness.
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
@@ -88,6 +86,18 @@ func start(ctx context.Context, out io.Writer, readyPath string, argv func(metri
 	}
 	p.Stop()
 	return nil, fmt.Errorf("%s not ready within 60s", strings.Join(args, " "))
+}
+
+// StartCommand starts cmd as a Process, without waiting for it to be
+// ready; Stop ends it. The process never outlives whoever started it.
+func StartCommand(cmd *exec.Cmd) (*Process, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &Process{Cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	return p, nil
 }
 
 // Stop sends SIGTERM (the reconciler releases its Lease) and kills the

@@ -213,6 +213,24 @@ func WaitFor(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersion
 	return err
 }
 
+// WaitForCondition watches the target until its condition conditionType
+// has status, or ctx ends; the error then names the condition it waited
+// for.
+func WaitForCondition(ctx context.Context, dyn dynamic.Interface, t Target, conditionType string, status metav1.ConditionStatus) error {
+	err := WaitFor(ctx, dyn, t.GVR(), t.Name, func(u *unstructured.Unstructured) bool {
+		for _, c := range Conditions(u) {
+			if c.Type == conditionType {
+				return c.Status == status
+			}
+		}
+		return false
+	})
+	if err != nil {
+		return fmt.Errorf("%s=%s on %s: %w", conditionType, status, t, err)
+	}
+	return nil
+}
+
 // EnsureObject creates the (empty) KMSHealth object t.Name if it does not
 // exist. Right after the CRD is established the resource may take a moment
 // to be served; NotFound is retried until ctx ends.

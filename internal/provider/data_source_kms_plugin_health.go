@@ -194,7 +194,7 @@ func (d *kmsPluginHealthDataSource) Schema(_ context.Context, _ datasource.Schem
 				MarkdownDescription: "How old a node's report (its oldest plugin check) may be before the node counts as " +
 					"`stale`, as a Go duration such as `90s` or `5m`. Default `" + defaultMaxStaleness.String() + "`: four times the " +
 					"reporter's default 30 s interval. With another reporter interval, use four times that.",
-				Validators: []validator.String{healthDuration{}},
+				Validators: []validator.String{goDuration{}},
 			},
 			"expected_nodes": schema.SetAttribute{
 				ElementType: types.StringType,
@@ -220,7 +220,7 @@ func (d *kmsPluginHealthDataSource) Schema(_ context.Context, _ datasource.Schem
 					"duration such as `5m`) and re-judge on every change, returning as soon as it is ready; progress is " +
 					"logged (`TF_LOG=INFO`). The target object may also appear meanwhile. When time runs out, the last state " +
 					"is reported (an error with `require_healthy`, otherwise a warning). Default `0s`: no wait.",
-				Validators: []validator.String{healthDuration{allowZero: true}},
+				Validators: []validator.String{goDuration{zeroMeans: "no wait"}},
 			},
 			"healthy": schema.BoolAttribute{
 				Computed: true,
@@ -571,38 +571,5 @@ func (healthTarget) ValidateString(_ context.Context, req validator.StringReques
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid target",
 			fmt.Sprintf("%s: %v. Name the cluster-scoped object whose status.conditions the reporters write, or leave it unset for %s.",
 				req.Path, err, kmshealth.DefaultTarget()))
-	}
-}
-
-// healthDuration validates a Go duration: positive, or with allowZero
-// also zero.
-type healthDuration struct{ allowZero bool }
-
-func (v healthDuration) Description(context.Context) string {
-	if v.allowZero {
-		return "must be a Go duration of zero or more, such as 0s, 90s or 5m"
-	}
-	return "must be a positive Go duration, such as 90s or 5m"
-}
-
-func (v healthDuration) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (v healthDuration) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	s := req.ConfigValue.ValueString()
-	d, err := time.ParseDuration(s)
-	switch {
-	case err != nil:
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid duration",
-			fmt.Sprintf("%s: %q is not a duration. Write a number with a unit, such as \"90s\", \"5m\" or \"1h30m\".", req.Path, s))
-	case d < 0 || (d == 0 && !v.allowZero):
-		want := "positive"
-		if v.allowZero {
-			want = "zero (no wait) or positive"
-		}
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid duration",
-			fmt.Sprintf("%s: %q must be %s, such as \"90s\" or \"5m\".", req.Path, s, want))
 	}
 }

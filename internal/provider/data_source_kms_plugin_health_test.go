@@ -36,24 +36,6 @@ func healthConfig(body string) string {
 	return providerBlock() + "\ndata \"kmshealth_kms_plugin_health\" \"test\" {\n" + body + "\n}\n"
 }
 
-// messageRE matches the parts in order, literally, across CLI line wrapping.
-func messageRE(parts ...string) *regexp.Regexp {
-	quoted := make([]string, len(parts))
-	for i, p := range parts {
-		quoted[i] = regexp.QuoteMeta(p)
-	}
-	return wrappedRE("(?s)" + strings.Join(quoted, ".*"))
-}
-
-func healthDynamic(t *testing.T) dynamic.Interface {
-	t.Helper()
-	dyn, err := dynamic.NewForConfig(env.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dyn
-}
-
 // ensureKMSHealthCRD installs the KMSHealth CRD as kmshealth_reporter does
 // and waits until it is established. When the test installed it, it removes it at the end and waits
 // until it is gone, so the next test (or another resource's test that
@@ -61,7 +43,7 @@ func healthDynamic(t *testing.T) dynamic.Interface {
 func ensureKMSHealthCRD(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	crds := healthDynamic(t).Resource(kmshealth.CRDGVR)
+	crds := dynamicClient().Resource(kmshealth.CRDGVR)
 	_, err := crds.Get(ctx, kmshealth.CRDName, metav1.GetOptions{})
 	switch {
 	case err == nil:
@@ -69,7 +51,7 @@ func ensureKMSHealthCRD(t *testing.T) {
 	case !apierrors.IsNotFound(err):
 		t.Fatal(err)
 	}
-	if err := kmshealth.InstallCRD(ctx, healthDynamic(t), "kmshealth-test"); err != nil {
+	if err := kmshealth.InstallCRD(ctx, dynamicClient(), "kmshealth-test"); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -111,7 +93,7 @@ func createKMSHealth(t *testing.T, tg kmshealth.Target) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		err := healthDynamic(t).Resource(tg.GVR()).Delete(context.Background(), tg.Name, metav1.DeleteOptions{})
+		err := dynamicClient().Resource(tg.GVR()).Delete(context.Background(), tg.Name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("delete %s: %v", tg, err)
 		}
@@ -262,7 +244,7 @@ func TestAccKMSPluginHealth_unhealthy(t *testing.T) {
 			},
 			{
 				Config: healthConfig(targetArg(tg) + "require_healthy = true"),
-				ExpectError: messageRE("KMS plugins are not ready for key rotation", "require_healthy = true",
+				ExpectError: literalRE("KMS plugins are not ready for key rotation", "require_healthy = true",
 					"Target "+tg.String()+":", `- node cp-b: plugin 1 unhealthy (healthz "down", want "ok")`, `set wait_timeout`),
 			},
 		},
@@ -298,7 +280,7 @@ func TestAccKMSPluginHealth_kekMismatch(t *testing.T) {
 			},
 			{
 				Config:      healthConfig(targetArg(tg) + "require_healthy = true"),
-				ExpectError: messageRE("KMS plugins are not ready for key rotation", "- "+mismatch),
+				ExpectError: literalRE("KMS plugins are not ready for key rotation", "- "+mismatch),
 			},
 		},
 	})
@@ -370,7 +352,7 @@ func TestAccKMSPluginHealth_expectedNodes(t *testing.T) {
 			},
 			{
 				Config:      healthConfig(targetArg(tg) + `expected_nodes = ["cp-a", "cp-b", "cp-c"]` + "\nrequire_healthy = true"),
-				ExpectError: messageRE("KMS plugins are not ready for key rotation", "- node cp-c: no report"),
+				ExpectError: literalRE("KMS plugins are not ready for key rotation", "- node cp-c: no report"),
 			},
 			// Only the expected nodes are judged: old-node's unhealthy report is ignored.
 			{
@@ -464,7 +446,7 @@ func TestAccKMSPluginHealth_wait(t *testing.T) {
 	// The object does not exist yet: the data source waits for it.
 	late := healthTargetFor(t, "-late")
 	t.Cleanup(func() {
-		_ = healthDynamic(t).Resource(late.GVR()).Delete(context.Background(), late.Name, metav1.DeleteOptions{})
+		_ = dynamicClient().Resource(late.GVR()).Delete(context.Background(), late.Name, metav1.DeleteOptions{})
 	})
 	clock, created := afterFirstJudgement(func() error {
 		if err := createKMSHealthObject(late); err != nil {
@@ -477,7 +459,7 @@ func TestAccKMSPluginHealth_wait(t *testing.T) {
 		ProtoV6ProviderFactories: protoV6,
 		Steps: []resource.TestStep{{
 			Config:      healthConfig(targetArg(late)),
-			ExpectError: messageRE("KMS health target not found", `kmshealths "`+late.Name+`" (target `+late.String()+`) does not exist`, "kmshealth_reporter"),
+			ExpectError: literalRE("KMS health target not found", `kmshealths "`+late.Name+`" (target `+late.String()+`) does not exist`, "kmshealth_reporter"),
 		}},
 	})
 	// The data source asks for the time only after it found the object
@@ -505,7 +487,7 @@ func TestAccKMSPluginHealth_wait(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				Config: healthConfig(targetArg(bad) + "require_healthy = true\nwait_timeout = \"2s\""),
-				ExpectError: messageRE("KMS plugins are not ready for key rotation", "Target "+bad.String()+", after waiting 2s (wait_timeout):",
+				ExpectError: literalRE("KMS plugins are not ready for key rotation", "Target "+bad.String()+", after waiting 2s (wait_timeout):",
 					`- node cp-a: plugin 1 unhealthy (healthz "down", want "ok")`),
 			},
 			{
@@ -552,12 +534,12 @@ func TestAccKMSPluginHealth_rotationGate(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				Config:      config,
-				ExpectError: messageRE("Resource precondition failed", "KMS plugins are not ready for key rotation: node cp-3: no report"),
+				ExpectError: literalRE("Resource precondition failed", "KMS plugins are not ready for key rotation: node cp-3: no report"),
 			},
 			{
 				PreConfig:   func() { mustReport(t, tg, "cp-3", healthyPlugin("1", "k-2", reportNow())) },
 				Config:      config,
-				ExpectError: messageRE("Resource precondition failed", "KMS plugins are not ready for key rotation: keyID 1: nodes disagree on the kekID (k-1 on cp-1,cp-2; k-2 on cp-3)"),
+				ExpectError: literalRE("Resource precondition failed", "KMS plugins are not ready for key rotation: keyID 1: nodes disagree on the kekID (k-1 on cp-1,cp-2; k-2 on cp-3)"),
 			},
 			{
 				PreConfig: func() { mustReport(t, tg, "cp-3", healthyPlugin("1", "k-1", reportNow())) },
@@ -581,12 +563,12 @@ func TestAccKMSPluginHealth_missingTarget(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				Config: healthConfig(targetArg(absent)),
-				ExpectError: messageRE("KMS health target not found", `kmshealths "`+absent.Name+`" (target `+absent.String()+`) does not exist`,
+				ExpectError: literalRE("KMS health target not found", `kmshealths "`+absent.Name+`" (target `+absent.String()+`) does not exist`,
 					"Install the KMS health reporter with a kmshealth_reporter resource"),
 			},
 			{
 				Config: healthConfig(`target = "widgets.example.com/v1/widgets/x"`),
-				ExpectError: messageRE("KMS health target not found", `the API server serves no resource "widgets" in widgets.example.com/v1`,
+				ExpectError: literalRE("KMS health target not found", `the API server serves no resource "widgets" in widgets.example.com/v1`,
 					"Set target to the object the reporters write their conditions to"),
 			},
 		},
@@ -640,12 +622,12 @@ func TestAccKMSPluginHealth_forbidden(t *testing.T) {
 			},
 			{
 				Config: config(tg, `wait_timeout = "3s"`),
-				ExpectError: messageRE("Cannot read the KMS health target", "watch target "+tg.String()+" for 3s (wait_timeout):",
+				ExpectError: literalRE("Cannot read the KMS health target", "watch target "+tg.String()+" for 3s (wait_timeout):",
 					`cannot list resource "kmshealths"`, "need get (and, with wait_timeout, list and watch) on kmshealths.kmshealth.io"),
 			},
 			{
 				Config:      config(other, ""),
-				ExpectError: messageRE("Cannot read the KMS health target", `cannot get resource "kmshealths"`, "need get"),
+				ExpectError: literalRE("Cannot read the KMS health target", `cannot get resource "kmshealths"`, "need get"),
 			},
 			// list and watch limited to the one object by resourceNames are
 			// enough to wait: the watch runs to the end of wait_timeout.
@@ -667,7 +649,7 @@ func TestAccKMSPluginHealth_forbidden(t *testing.T) {
 // diagnostic that names the attribute.
 func TestAccKMSPluginHealth_badInput(t *testing.T) {
 	planOnly := func(body string, parts ...string) resource.TestStep {
-		return resource.TestStep{Config: healthConfig(body), PlanOnly: true, ExpectError: messageRE(parts...)}
+		return resource.TestStep{Config: healthConfig(body), PlanOnly: true, ExpectError: literalRE(parts...)}
 	}
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6,
@@ -702,7 +684,7 @@ provider "kmshealth" {
 
 data "kmshealth_kms_plugin_health" "test" {}
 `, env.Kubeconfig),
-			ExpectError: messageRE("Cannot read KMS plugin health yet", "Add a depends_on on the resources that create the cluster"),
+			ExpectError: literalRE("Cannot read KMS plugin health yet", "Add a depends_on on the resources that create the cluster"),
 		}},
 	})
 }

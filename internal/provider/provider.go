@@ -268,6 +268,16 @@ func (c *Clients) Dynamic() (dynamic.Interface, error) {
 	return c.dynamic, nil
 }
 
+// coreAndDynamic returns the clientset and the dynamic client, or adds the
+// connection error to diags and reports false.
+func (c *Clients) coreAndDynamic(diags *diag.Diagnostics) (kubernetes.Interface, dynamic.Interface, bool) {
+	if err := c.get(); err != nil {
+		connectionError(diags, err)
+		return nil, nil, false
+	}
+	return c.core, c.dynamic, true
+}
+
 // configure is the shared body of every resource's Configure.
 func configure(providerData any, diags *diag.Diagnostics) *Clients {
 	if providerData == nil {

@@ -3,14 +3,17 @@ package provider
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 
@@ -31,9 +34,73 @@ var protoV6 = map[string]func() (tfprotov6.ProviderServer, error){
 	"kmshealth": providerserver.NewProtocol6WithError(New("test")()),
 }
 
+// wrappedRE matches pattern across the CLIs' line wrapping: a space
+// matches any whitespace.
+func wrappedRE(pattern string) *regexp.Regexp {
+	return regexp.MustCompile(strings.ReplaceAll(pattern, " ", `\s+`))
+}
+
+// literalRE matches the parts in order, literally, across CLI line wrapping.
+func literalRE(parts ...string) *regexp.Regexp {
+	quoted := make([]string, len(parts))
+	for i, p := range parts {
+		quoted[i] = regexp.QuoteMeta(p)
+	}
+	return wrappedRE("(?s)" + strings.Join(quoted, ".*"))
+}
+
+// outOfBand is a step that changes the cluster behind Terraform's back
+// with change, and expects the next plan to show it.
+func outOfBand(config string, change func()) resource.TestStep {
+	return resource.TestStep{PreConfig: change, Config: config, PlanOnly: true, ExpectNonEmptyPlan: true}
+}
+
+// leftBehind is what a CheckDestroy found of an installation.
+type leftBehind []string
+
+// listed adds the n kind objects that a list by the installation's labels
+// found, or the failed list.
+func (l *leftBehind) listed(kind string, n int, err error) {
+	if err != nil {
+		*l = append(*l, fmt.Sprintf("list %s: %v", kind, err))
+	} else if n > 0 {
+		*l = append(*l, fmt.Sprintf("%d %s", n, kind))
+	}
+}
+
+// named adds each object at one of the installation's names whose read
+// (by what it is) did not answer NotFound.
+func (l *leftBehind) named(reads map[string]error) {
+	for what, err := range reads {
+		if !apierrors.IsNotFound(err) {
+			*l = append(*l, fmt.Sprintf("%s (err=%v)", what, err))
+		}
+	}
+}
+
+// err is nil when destroy of namespace/name left nothing behind.
+func (l leftBehind) err(namespace, name string) error {
+	if len(l) > 0 {
+		return fmt.Errorf("left behind by destroy of %s/%s: %s", namespace, name, strings.Join(l, ", "))
+	}
+	return nil
+}
+
+// errOf keeps the error of a (value, error) call.
+func errOf[T any](_ T, err error) error { return err }
+
 // providerBlock points the provider at the test control plane.
 func providerBlock() string {
 	return fmt.Sprintf("provider \"kmshealth\" {\n  config_path = %q\n}\n", env.Kubeconfig)
+}
+
+// dynamicClient is a dynamic client of the test control plane.
+func dynamicClient() dynamic.Interface {
+	dyn, err := dynamic.NewForConfig(env.RESTConfig())
+	if err != nil {
+		panic(err) // a rest.Config that works for the clientset
+	}
+	return dyn
 }
 
 func aggregatorClient(t *testing.T) aggregator.Interface {

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -24,9 +23,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	k8sresource "k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconcilerinstall"
 )
 
@@ -55,15 +54,14 @@ type reconcilerModel struct {
 	Image           types.String   `tfsdk:"image"`
 	Replicas        types.Int64    `tfsdk:"replicas"`
 	CABundleSources types.Set      `tfsdk:"ca_bundle_sources"`
-	CPURequest      types.String   `tfsdk:"cpu_request"`
-	MemoryRequest   types.String   `tfsdk:"memory_request"`
-	MemoryLimit     types.String   `tfsdk:"memory_limit"`
 	WaitForRollout  types.Bool     `tfsdk:"wait_for_rollout"`
 	ServiceAccount  types.String   `tfsdk:"service_account"`
 	ClusterRole     types.String   `tfsdk:"cluster_role"`
 	MetricsService  types.String   `tfsdk:"metrics_service"`
 	ObjectsInSync   types.Bool     `tfsdk:"objects_in_sync"`
 	Timeouts        timeouts.Value `tfsdk:"timeouts"`
+
+	resourcesModel // cpu_request, memory_request, memory_limit
 }
 
 // config is the installation the model describes; values must be known.
@@ -74,9 +72,7 @@ func (m *reconcilerModel) config(ctx context.Context) (reconcilerinstall.Config,
 		CreateNamespace: m.CreateNamespace.ValueBool(),
 		Image:           m.Image.ValueString(),
 		Replicas:        int32(m.Replicas.ValueInt64()), // validated: 1 to MaxInt32
-		CPURequest:      m.CPURequest.ValueString(),
-		MemoryRequest:   m.MemoryRequest.ValueString(),
-		MemoryLimit:     m.MemoryLimit.ValueString(),
+		Resources:       m.resources(),
 	}
 	var sources []string
 	diags := m.CABundleSources.ElementsAs(ctx, &sources, false)
@@ -110,17 +106,14 @@ func (r *reconcilerResource) Metadata(_ context.Context, req resource.MetadataRe
 
 func (r *reconcilerResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	emptySet := types.SetValueMust(types.StringType, []attr.Value{})
+	cpuRequest, memoryRequest, memoryLimit := resourceAttributes("reconciler", reconcilerinstall.DefaultResources())
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Installs the in-cluster reconciler (`terraform-provider-kmshealth reconcile`), which keeps every " +
 			"`kmshealth_apiservice_cabundle` true between applies: a watch-driven Deployment behind leader election, " +
 			"with least-privilege RBAC (read access to exactly the named CA bundle sources), a PodDisruptionBudget and " +
 			"a metrics Service. All objects are written by server-side apply under the field manager `kmshealth`.",
 		Attributes: map[string]schema.Attribute{
-			"id": schema.StringAttribute{
-				Computed:            true,
-				MarkdownDescription: "`<namespace>/<name>`; also the import ID.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
+			"id": importIDAttribute(),
 			"namespace": schema.StringAttribute{
 				Required: true,
 				MarkdownDescription: "Namespace the reconciler runs in; it also holds its leader-election Lease. It must exist, " +
@@ -146,7 +139,7 @@ func (r *reconcilerResource) Schema(ctx context.Context, _ resource.SchemaReques
 			},
 			"image": schema.StringAttribute{
 				Optional: true, Computed: true,
-				MarkdownDescription: "Container image of the reconciler. Default `" + reconcilerinstall.ImageRepository + ":<provider version>`: " +
+				MarkdownDescription: "Container image of the reconciler. Default `" + install.ImageRepository + ":<provider version>`: " +
 					"the provider's own binary at its own version, so the two never skew; upgrading the provider rolls the reconciler. " +
 					"Set it to pull from a mirror.",
 				Validators: []validator.String{imageRef},
@@ -171,24 +164,9 @@ func (r *reconcilerResource) Schema(ctx context.Context, _ resource.SchemaReques
 					"(the reconciler reports a Forbidden error).",
 				Validators: []validator.Set{setvalidator.ValueStringsAre(caBundleSource{})},
 			},
-			"cpu_request": schema.StringAttribute{
-				Optional: true, Computed: true,
-				Default:             stringdefault.StaticString(reconcilerinstall.DefaultCPURequest),
-				MarkdownDescription: "CPU request of the reconciler container. Default `" + reconcilerinstall.DefaultCPURequest + "`; `\"\"` for none. No CPU limit is set.",
-				Validators:          []validator.String{quantity},
-			},
-			"memory_request": schema.StringAttribute{
-				Optional: true, Computed: true,
-				Default:             stringdefault.StaticString(reconcilerinstall.DefaultMemoryRequest),
-				MarkdownDescription: "Memory request of the reconciler container. Default `" + reconcilerinstall.DefaultMemoryRequest + "`; `\"\"` for none.",
-				Validators:          []validator.String{quantity},
-			},
-			"memory_limit": schema.StringAttribute{
-				Optional: true, Computed: true,
-				Default:             stringdefault.StaticString(reconcilerinstall.DefaultMemoryLimit),
-				MarkdownDescription: "Memory limit of the reconciler container. Default `" + reconcilerinstall.DefaultMemoryLimit + "`; `\"\"` for none. Must not be below `memory_request`.",
-				Validators:          []validator.String{quantity},
-			},
+			"cpu_request":    cpuRequest,
+			"memory_request": memoryRequest,
+			"memory_limit":   memoryLimit,
 			"wait_for_rollout": schema.BoolAttribute{
 				Optional: true, Computed: true,
 				Default: booldefault.StaticBool(false),
@@ -227,22 +205,12 @@ func (r *reconcilerResource) Configure(_ context.Context, req resource.Configure
 
 // ValidateConfig checks what spans attributes: a memory request above the limit.
 func (r *reconcilerResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	var request, limit types.String
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("memory_request"), &request)...)
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("memory_limit"), &limit)...)
-	if resp.Diagnostics.HasError() || request.IsUnknown() || limit.IsUnknown() {
+	var m reconcilerModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
 		return
 	}
-	req1, lim := request.ValueString(), limit.ValueString()
-	if request.IsNull() {
-		req1 = reconcilerinstall.DefaultMemoryRequest
-	}
-	if limit.IsNull() {
-		lim = reconcilerinstall.DefaultMemoryLimit
-	}
-	if err := reconcilerinstall.CheckMemory(req1, lim); err != nil {
-		resp.Diagnostics.AddAttributeError(path.Root("memory_request"), "Memory request above limit", err.Error()+".")
-	}
+	m.validateMemory(&resp.Diagnostics, reconcilerinstall.DefaultResources())
 }
 
 // ModifyPlan fills the default image from the provider's version and the
@@ -260,7 +228,7 @@ func (r *reconcilerResource) ModifyPlan(ctx context.Context, req resource.Modify
 		return
 	}
 	if configImage.IsNull() && r.clients != nil {
-		plan.Image = types.StringValue(reconcilerinstall.DefaultImage(r.clients.Version))
+		plan.Image = types.StringValue(install.DefaultImage(r.clients.Version))
 	}
 	plan.setNames()
 	plan.ObjectsInSync = types.BoolValue(true)
@@ -304,16 +272,7 @@ func (r *reconcilerResource) Read(ctx context.Context, req resource.ReadRequest,
 		return
 	}
 	importing := state.Image.IsNull()
-	if importing && !live.Installed() {
-		resp.Diagnostics.AddError("Nothing to import",
-			fmt.Sprintf("Deployment %s/%s does not exist or was not installed by kmshealth (it lacks the %s=%s and %s=%s labels).",
-				ns, name, reconcilerinstall.InstanceLabel, name, reconcilerinstall.NamespaceLabel, ns))
-		return
-	}
-	if !live.Exists() {
-		resp.Diagnostics.AddWarning("Reconciler gone",
-			fmt.Sprintf("No object of the reconciler %s/%s is left, so it is removed from the state; the next apply installs it again.", ns, name))
-		resp.State.RemoveResource(ctx)
+	if !reconcilerMode.keepInState(ctx, resp, live, importing, ns, name) {
 		return
 	}
 
@@ -330,25 +289,14 @@ func (r *reconcilerResource) Read(ctx context.Context, req resource.ReadRequest,
 		state.CreateNamespace = types.BoolValue(got.CreateNamespace)
 		state.WaitForRollout = types.BoolValue(false)
 	}
-	objs, err := reconcilerinstall.Build(want)
-	drift := []string{"the installed objects cannot be rebuilt: " + fmt.Sprint(err)}
-	if err == nil {
-		drift = live.Drift(objs)
-	}
-	state.ObjectsInSync = types.BoolValue(len(drift) == 0)
-	if len(drift) > 0 {
-		resp.Diagnostics.AddWarning("Reconciler objects drifted",
-			fmt.Sprintf("Changed out of band since the last apply: %s. The next apply restores them.", strings.Join(drift, "; ")))
-	}
+	state.ObjectsInSync = objectsInSync(&resp.Diagnostics, reconcilerMode, want, reconcilerinstall.Build, live.Drift)
 
 	// Report the live values of what the resource manages, so an
 	// out-of-band change shows in the plan.
 	if live.Installed() {
 		state.Image = types.StringValue(got.Image)
 		state.Replicas = types.Int64Value(int64(got.Replicas))
-		state.CPURequest = liveQuantity(state.CPURequest, got.CPURequest)
-		state.MemoryRequest = liveQuantity(state.MemoryRequest, got.MemoryRequest)
-		state.MemoryLimit = liveQuantity(state.MemoryLimit, got.MemoryLimit)
+		state.setLiveResources(got.Resources)
 	}
 	sources := make([]string, len(got.Sources))
 	for i, s := range got.Sources {
@@ -359,19 +307,6 @@ func (r *reconcilerResource) Read(ctx context.Context, req resource.ReadRequest,
 	state.CABundleSources = set
 	state.setNames()
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
-}
-
-// liveQuantity keeps the configured spelling of a quantity the cluster
-// holds in canonical form (0.5Gi is 512Mi), and reports any other value.
-func liveQuantity(prior types.String, live string) types.String {
-	if !prior.IsNull() && !prior.IsUnknown() {
-		a, err1 := k8sresource.ParseQuantity(prior.ValueString())
-		b, err2 := k8sresource.ParseQuantity(live)
-		if err1 == nil && err2 == nil && a.Cmp(b) == 0 {
-			return prior
-		}
-	}
-	return types.StringValue(live)
 }
 
 func (r *reconcilerResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -406,12 +341,7 @@ func (r *reconcilerResource) write(ctx context.Context, plan *reconcilerModel, t
 	plan.setNames()
 	plan.ObjectsInSync = types.BoolValue(true)
 	if err := reconcilerinstall.Apply(ctx, core, c); err != nil {
-		addInstallError(diags, err)
-		if reconcilerinstall.Refused(err) {
-			return false
-		}
-		plan.ObjectsInSync = types.BoolValue(false)
-		return true
+		return reconcilerMode.applyFailed(diags, err, path.Root("name"), &plan.ObjectsInSync)
 	}
 	if plan.WaitForRollout.ValueBool() {
 		wctx, cancel := context.WithTimeout(ctx, timeout)
@@ -421,19 +351,6 @@ func (r *reconcilerResource) write(ctx context.Context, plan *reconcilerModel, t
 		}
 	}
 	return true
-}
-
-// addInstallError points a failed apply at the attribute that can fix it.
-func addInstallError(diags *diag.Diagnostics, err error) {
-	switch {
-	case errors.Is(err, reconcilerinstall.ErrForeignObject):
-		diags.AddAttributeError(path.Root("name"), "Object not managed by kmshealth", err.Error())
-	case reconcilerinstall.Refused(err):
-		diags.AddError("Cannot install the reconciler", err.Error())
-	default:
-		diags.AddError("Reconciler installed only in part", err.Error()+
-			"\n\nThe objects written so far are recorded; fix the cause and apply again, or destroy to remove them.")
-	}
 }
 
 func (r *reconcilerResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -454,41 +371,14 @@ func (r *reconcilerResource) Delete(ctx context.Context, req resource.DeleteRequ
 }
 
 func (r *reconcilerResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	ns, name, err := reconcilerinstall.ParseID(req.ID)
-	if err != nil {
-		resp.Diagnostics.AddError("Invalid import ID", err.Error())
-		return
-	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), ns)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+	importInstallation(ctx, req, resp, reconcilerinstall.ParseID)
 }
+
+// reconcilerMode names the reconciler in the diagnostics of the shared glue.
+var reconcilerMode = installedMode{name: "reconciler", title: "Reconciler", workload: "Deployment", namespaceLabel: reconcilerinstall.NamespaceLabel}
 
 // Plan-time validators of this resource.
-var (
-	reconcilerName = kubeName{"a reconciler name (DNS-1035 label of at most 55 characters)", reconcilerinstall.ValidateName}
-	imageRef       = checkedString{"Invalid image", "must be a container image reference", reconcilerinstall.ValidateImage}
-	quantity       = checkedString{"Invalid quantity", "must be a Kubernetes quantity such as 10m or 128Mi, or empty", reconcilerinstall.ValidateQuantity}
-)
-
-// checkedString validates a string with a function of the logic package.
-type checkedString struct {
-	summary, description string
-	check                func(string) error
-}
-
-func (v checkedString) Description(context.Context) string { return v.description }
-
-func (v checkedString) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (v checkedString) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	if err := v.check(req.ConfigValue.ValueString()); err != nil {
-		resp.Diagnostics.AddAttributeError(req.Path, v.summary, fmt.Sprintf("%s: %v.", req.Path, err))
-	}
-}
+var reconcilerName = kubeName{"a reconciler name (DNS-1035 label of at most 55 characters)", reconcilerinstall.ValidateName}
 
 // caBundleSource validates one <Kind>/<namespace>/<name>/<key> string.
 type caBundleSource struct{}

@@ -1,17 +1,13 @@
 package provider
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -37,6 +33,7 @@ import (
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconcilerinstall"
 )
 
@@ -45,12 +42,6 @@ const reconcilerAddr = "kmshealth_reconciler.test"
 // reconcilerConfig is a kmshealth_reconciler "test" with the given body.
 func reconcilerConfig(body string) string {
 	return providerBlock() + "\nresource \"kmshealth_reconciler\" \"test\" {\n" + body + "\n}\n"
-}
-
-// wrappedRE matches pattern across the CLIs' line wrapping: a space
-// matches any whitespace.
-func wrappedRE(pattern string) *regexp.Regexp {
-	return regexp.MustCompile(strings.ReplaceAll(pattern, " ", `\s+`))
 }
 
 func mustCreateNamespace(t *testing.T, name string) {
@@ -250,50 +241,34 @@ func checkUninstalled(namespace, name string) resource.TestCheckFunc {
 		ctx := context.Background()
 		c := env.Clientset()
 		sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + name + "," + reconcilerinstall.NamespaceLabel + "=" + namespace}
-		var left []string
-		count := func(kind string, n int, err error) {
-			if err != nil {
-				left = append(left, fmt.Sprintf("list %s: %v", kind, err))
-			} else if n > 0 {
-				left = append(left, fmt.Sprintf("%d %s", n, kind))
-			}
-		}
+		var left leftBehind
 		sas, err := c.CoreV1().ServiceAccounts("").List(ctx, sel)
-		count("ServiceAccounts", len(sas.Items), err)
+		left.listed("ServiceAccounts", len(sas.Items), err)
 		deps, err := c.AppsV1().Deployments("").List(ctx, sel)
-		count("Deployments", len(deps.Items), err)
+		left.listed("Deployments", len(deps.Items), err)
 		svcs, err := c.CoreV1().Services("").List(ctx, sel)
-		count("Services", len(svcs.Items), err)
+		left.listed("Services", len(svcs.Items), err)
 		pdbs, err := c.PolicyV1().PodDisruptionBudgets("").List(ctx, sel)
-		count("PodDisruptionBudgets", len(pdbs.Items), err)
+		left.listed("PodDisruptionBudgets", len(pdbs.Items), err)
 		roles, err := c.RbacV1().Roles("").List(ctx, sel)
-		count("Roles", len(roles.Items), err)
+		left.listed("Roles", len(roles.Items), err)
 		rbs, err := c.RbacV1().RoleBindings("").List(ctx, sel)
-		count("RoleBindings", len(rbs.Items), err)
+		left.listed("RoleBindings", len(rbs.Items), err)
 		crs, err := c.RbacV1().ClusterRoles().List(ctx, sel)
-		count("ClusterRoles", len(crs.Items), err)
+		left.listed("ClusterRoles", len(crs.Items), err)
 		crbs, err := c.RbacV1().ClusterRoleBindings().List(ctx, sel)
-		count("ClusterRoleBindings", len(crbs.Items), err)
+		left.listed("ClusterRoleBindings", len(crbs.Items), err)
 		cfg := reconcilerinstall.Config{Namespace: namespace, Name: name}
-		for what, err := range map[string]error{
+		left.named(map[string]error{
 			"Deployment":         errOf(c.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})),
 			"ServiceAccount":     errOf(c.CoreV1().ServiceAccounts(namespace).Get(ctx, name, metav1.GetOptions{})),
 			"ClusterRole":        errOf(c.RbacV1().ClusterRoles().Get(ctx, cfg.ClusterRoleName(), metav1.GetOptions{})),
 			"ClusterRoleBinding": errOf(c.RbacV1().ClusterRoleBindings().Get(ctx, cfg.ClusterRoleName(), metav1.GetOptions{})),
 			"leader Role":        errOf(c.RbacV1().Roles(namespace).Get(ctx, cfg.LeaderElectionRoleName(), metav1.GetOptions{})),
-		} {
-			if !apierrors.IsNotFound(err) {
-				left = append(left, fmt.Sprintf("%s (err=%v)", what, err))
-			}
-		}
-		if len(left) > 0 {
-			return fmt.Errorf("left behind by destroy of %s/%s: %s", namespace, name, strings.Join(left, ", "))
-		}
-		return nil
+		})
+		return left.err(namespace, name)
 	}
 }
-
-func errOf[T any](_ T, err error) error { return err }
 
 // checkNamespaceKept asserts a namespace kmshealth did not create survives.
 func checkNamespaceKept(ns string) resource.TestCheckFunc {
@@ -353,7 +328,7 @@ resource "kmshealth_reconciler" "test" {
   ca_bundle_sources = [for r in local.cabundles : r.ca_bundle_source]
 }
 `, secretAPI, srcNS, inlineAPI, ca, ns, name)
-	image := reconcilerinstall.DefaultImage("test")
+	image := install.DefaultImage("test")
 	lease := func(verb, leaseName string) authorizationv1.ResourceAttributes {
 		return authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: "coordination.k8s.io", Resource: "leases", Name: leaseName}
 	}
@@ -424,17 +399,12 @@ resource "kmshealth_reconciler" "test" {
 			{ResourceName: reconcilerAddr, ImportState: true, ImportStateId: ns + "/" + name, ImportStateVerify: true},
 			{ResourceName: reconcilerAddr, ImportState: true, ImportStateId: name, ExpectError: wrappedRE(`want <namespace>/<name>`)},
 			// kubectl scale: the next plan shows it, the apply restores it.
-			{
-				PreConfig: func() {
-					scale := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: autoscalingv1.ScaleSpec{Replicas: 5}}
-					if _, err := deployments.UpdateScale(ctx, name, scale, metav1.UpdateOptions{FieldManager: "kubectl"}); err != nil {
-						t.Fatal(err)
-					}
-				},
-				Config:             config,
-				PlanOnly:           true,
-				ExpectNonEmptyPlan: true,
-			},
+			outOfBand(config, func() {
+				scale := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: autoscalingv1.ScaleSpec{Replicas: 5}}
+				if _, err := deployments.UpdateScale(ctx, name, scale, metav1.UpdateOptions{FieldManager: "kubectl"}); err != nil {
+					t.Fatal(err)
+				}
+			}),
 			{
 				Config: config,
 				Check: resource.ComposeAggregateTestCheckFunc(
@@ -444,53 +414,38 @@ resource "kmshealth_reconciler" "test" {
 			},
 			// Someone narrows a sources Role: the source shows as missing,
 			// and the apply grants it again.
-			{
-				PreConfig: func() {
-					roles := env.Clientset().RbacV1().Roles(srcNS)
-					role, err := roles.Get(ctx, "kmshealth-reconciler-"+name+"-sources", metav1.GetOptions{})
-					if err != nil {
-						t.Fatal(err)
-					}
-					role.Rules[0].ResourceNames = []string{"something-else"}
-					if _, err := roles.Update(ctx, role, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
-						t.Fatal(err)
-					}
-				},
-				Config:             config,
-				PlanOnly:           true,
-				ExpectNonEmptyPlan: true,
-			},
+			outOfBand(config, func() {
+				roles := env.Clientset().RbacV1().Roles(srcNS)
+				role, err := roles.Get(ctx, "kmshealth-reconciler-"+name+"-sources", metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				role.Rules[0].ResourceNames = []string{"something-else"}
+				if _, err := roles.Update(ctx, role, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+					t.Fatal(err)
+				}
+			}),
 			{Config: config, Check: checkSourcesRole(srcNS, name, map[string][]string{"secrets": {"api-ca"}})},
 			// Someone widens the ClusterRole (all Secrets): objects_in_sync
 			// turns false, and the apply narrows it again.
-			{
-				PreConfig: func() {
-					crs := env.Clientset().RbacV1().ClusterRoles()
-					cr, err := crs.Get(ctx, "kmshealth-reconciler:"+ns+":"+name, metav1.GetOptions{})
-					if err != nil {
-						t.Fatal(err)
-					}
-					cr.Rules = append(cr.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list"}})
-					if _, err := crs.Update(ctx, cr, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
-						t.Fatal(err)
-					}
-				},
-				Config:             config,
-				PlanOnly:           true,
-				ExpectNonEmptyPlan: true,
-			},
+			outOfBand(config, func() {
+				crs := env.Clientset().RbacV1().ClusterRoles()
+				cr, err := crs.Get(ctx, "kmshealth-reconciler:"+ns+":"+name, metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				cr.Rules = append(cr.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list"}})
+				if _, err := crs.Update(ctx, cr, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+					t.Fatal(err)
+				}
+			}),
 			{Config: config, Check: checkAccess(ns, name, allowed, denied)},
 			// The metrics Service is deleted: recreated.
-			{
-				PreConfig: func() {
-					if err := env.Clientset().CoreV1().Services(ns).Delete(ctx, name+"-metrics", metav1.DeleteOptions{}); err != nil {
-						t.Fatal(err)
-					}
-				},
-				Config:             config,
-				PlanOnly:           true,
-				ExpectNonEmptyPlan: true,
-			},
+			outOfBand(config, func() {
+				if err := env.Clientset().CoreV1().Services(ns).Delete(ctx, name+"-metrics", metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}),
 			{
 				Config: config,
 				Check: resource.ComposeAggregateTestCheckFunc(
@@ -541,7 +496,7 @@ func TestAccReconciler_update(t *testing.T) {
 					checkSourcesRole(nsA, name, map[string][]string{"configmaps": {"two"}, "secrets": {"one"}}),
 					checkSourcesRole(nsB, name, map[string][]string{"secrets": {"three"}}),
 					checkAccess(ns, name, secretAccess(nsB, "three"), nil),
-					checkDeploymentSpec(ns, name, reconcilerinstall.DefaultImage("test"), 2),
+					checkDeploymentSpec(ns, name, install.DefaultImage("test"), 2),
 				),
 			},
 			{
@@ -762,24 +717,6 @@ memory_request = "1Gi"`, `(?s)memory_request.*memory_request 1Gi is above memory
 	})
 }
 
-// lockedBuffer collects a process's output for the test log.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // serviceAccountKubeconfig writes a kubeconfig that authenticates as the
 // ServiceAccount with a fresh bound token, so a process gets exactly the
 // permissions the installation granted.
@@ -880,25 +817,15 @@ resource "kmshealth_reconciler" "test" {
 			}
 		}
 		args = append(args, "--kubeconfig="+serviceAccountKubeconfig(t, ns, d.Spec.Template.Spec.ServiceAccountName))
-		logs := &lockedBuffer{}
+		logs := &devenv.SyncBuffer{}
 		cmd := exec.Command(binary, args...)
 		cmd.Env = append(os.Environ(), "POD_NAMESPACE="+ns)
 		cmd.Stdout, cmd.Stderr = logs, logs
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := cmd.Start(); err != nil {
+		p, err := devenv.StartCommand(cmd)
+		if err != nil {
 			return err
 		}
-		exited := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(exited) }()
-		defer func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-exited:
-			case <-time.After(20 * time.Second):
-				_ = cmd.Process.Kill()
-				<-exited
-			}
-		}()
+		defer p.Stop()
 		fail := func(format string, a ...any) error {
 			return fmt.Errorf(format+"\nreconciler %q log:\n%s", append(a, args, logs.String())...)
 		}

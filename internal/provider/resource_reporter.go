@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -28,8 +27,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconcilerinstall"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reporterinstall"
 )
 
@@ -68,13 +67,12 @@ type reporterModel struct {
 	RunAsUser         types.Int64    `tfsdk:"run_as_user"`
 	RunAsGroup        types.Int64    `tfsdk:"run_as_group"`
 	PriorityClassName types.String   `tfsdk:"priority_class_name"`
-	CPURequest        types.String   `tfsdk:"cpu_request"`
-	MemoryRequest     types.String   `tfsdk:"memory_request"`
-	MemoryLimit       types.String   `tfsdk:"memory_limit"`
 	ServiceAccount    types.String   `tfsdk:"service_account"`
 	ClusterRole       types.String   `tfsdk:"cluster_role"`
 	ObjectsInSync     types.Bool     `tfsdk:"objects_in_sync"`
 	Timeouts          timeouts.Value `tfsdk:"timeouts"`
+
+	resourcesModel // cpu_request, memory_request, memory_limit
 }
 
 // tolerationModel is one element of tolerations; unset fields are null.
@@ -145,9 +143,7 @@ func (m *reporterModel) config(ctx context.Context) (reporterinstall.Config, dia
 		RunAsUser:         m.RunAsUser.ValueInt64(),
 		RunAsGroup:        m.RunAsGroup.ValueInt64(),
 		PriorityClassName: m.PriorityClassName.ValueString(),
-		CPURequest:        m.CPURequest.ValueString(),
-		MemoryRequest:     m.MemoryRequest.ValueString(),
-		MemoryLimit:       m.MemoryLimit.ValueString(),
+		Resources:         m.resources(),
 	}
 	if !m.KMSSockets.IsNull() {
 		diags.Append(m.KMSSockets.ElementsAs(ctx, &c.Sockets, false)...)
@@ -194,6 +190,7 @@ func (r *reporterResource) Metadata(_ context.Context, req resource.MetadataRequ
 func (r *reporterResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	defaultSelector := types.MapValueMust(types.StringType, map[string]attr.Value{reporterinstall.ControlPlaneLabel: types.StringValue("")})
 	defaultTolerations, _ := tolerationsValue(ctx, reporterinstall.DefaultTolerations())
+	cpuRequest, memoryRequest, memoryLimit := resourceAttributes("reporter", reporterinstall.DefaultResources())
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Installs the KMS v2 plugin health reporter (`terraform-provider-kmshealth report`) on the control-plane " +
 			"nodes: a DaemonSet that probes each local KMS plugin socket with the `Status` RPC and writes one " +
@@ -205,11 +202,7 @@ func (r *reporterResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			"The pods mount a directory of the node (`hostPath`), which the `baseline` and `restricted` Pod Security Standards " +
 			"forbid: install into a namespace at the `privileged` level, such as `kube-system`.",
 		Attributes: map[string]schema.Attribute{
-			"id": schema.StringAttribute{
-				Computed:            true,
-				MarkdownDescription: "`<namespace>/<name>`; also the import ID.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
+			"id": importIDAttribute(),
 			"namespace": schema.StringAttribute{
 				Required: true,
 				MarkdownDescription: "Namespace of the DaemonSet and ServiceAccount. It must exist and allow `hostPath` volumes " +
@@ -228,7 +221,7 @@ func (r *reporterResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			},
 			"image": schema.StringAttribute{
 				Optional: true, Computed: true,
-				MarkdownDescription: "Container image of the reporter. Default `" + reporterinstall.DefaultImage("<provider version>") + "`: " +
+				MarkdownDescription: "Container image of the reporter. Default `" + install.DefaultImage("<provider version>") + "`: " +
 					"the provider's own binary at its own version (as for `kmshealth_reconciler`), so the reporter always writes " +
 					"the format this provider's data source reads. Set it to pull from a mirror.",
 				Validators: []validator.String{imageRef},
@@ -260,21 +253,21 @@ func (r *reporterResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				MarkdownDescription: "How often each reporter probes its plugins and writes its condition, with up to 10% jitter " +
 					"(`--interval`). A Go duration, at least `" + kmshealth.MinInterval.String() + "`. Default `" + kmshealth.DefaultInterval.String() +
 					"`. A report older than 4 × this interval counts as stale.",
-				Validators: []validator.String{durationAtLeast{kmshealth.MinInterval}},
+				Validators: []validator.String{goDuration{min: kmshealth.MinInterval}},
 			},
 			"read_timeout": schema.StringAttribute{
 				Optional: true, Computed: true,
 				Default: stringdefault.StaticString(kmshealth.DefaultReadTimeout.String()),
 				MarkdownDescription: "Timeout of each plugin's `Status` call (`--read-timeout`). Default `" + kmshealth.DefaultReadTimeout.String() +
 					"`; must be shorter than `probe_interval`.",
-				Validators: []validator.String{durationAtLeast{time.Nanosecond}},
+				Validators: []validator.String{goDuration{}},
 			},
 			"write_timeout": schema.StringAttribute{
 				Optional: true, Computed: true,
 				Default: stringdefault.StaticString(kmshealth.DefaultWriteTimeout.String()),
 				MarkdownDescription: "Timeout of each condition write; a write that misses it is dropped, never queued (`--write-timeout`). " +
 					"Default `" + kmshealth.DefaultWriteTimeout.String() + "`; must be shorter than `probe_interval`.",
-				Validators: []validator.String{durationAtLeast{time.Nanosecond}},
+				Validators: []validator.String{goDuration{}},
 			},
 			"target": schema.StringAttribute{
 				Optional: true, Computed: true,
@@ -345,24 +338,9 @@ func (r *reporterResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 					"`\"\"` for none.",
 				Validators: []validator.String{priorityClassName},
 			},
-			"cpu_request": schema.StringAttribute{
-				Optional: true, Computed: true,
-				Default:             stringdefault.StaticString(reporterinstall.DefaultCPURequest),
-				MarkdownDescription: "CPU request of the reporter container. Default `" + reporterinstall.DefaultCPURequest + "`; `\"\"` for none. No CPU limit is set.",
-				Validators:          []validator.String{quantity},
-			},
-			"memory_request": schema.StringAttribute{
-				Optional: true, Computed: true,
-				Default:             stringdefault.StaticString(reporterinstall.DefaultMemoryRequest),
-				MarkdownDescription: "Memory request of the reporter container. Default `" + reporterinstall.DefaultMemoryRequest + "`; `\"\"` for none.",
-				Validators:          []validator.String{quantity},
-			},
-			"memory_limit": schema.StringAttribute{
-				Optional: true, Computed: true,
-				Default:             stringdefault.StaticString(reporterinstall.DefaultMemoryLimit),
-				MarkdownDescription: "Memory limit of the reporter container. Default `" + reporterinstall.DefaultMemoryLimit + "`; `\"\"` for none. Must not be below `memory_request`.",
-				Validators:          []validator.String{quantity},
-			},
+			"cpu_request":    cpuRequest,
+			"memory_request": memoryRequest,
+			"memory_limit":   memoryLimit,
 			"service_account": schema.StringAttribute{
 				Computed: true,
 				MarkdownDescription: "Name of the reporter's ServiceAccount in `namespace`; its user is `system:serviceaccount:<namespace>:<service_account>`. " +
@@ -445,19 +423,7 @@ func (r *reporterResource) ValidateConfig(ctx context.Context, req resource.Vali
 		}
 	}
 
-	if m.MemoryRequest.IsUnknown() || m.MemoryLimit.IsUnknown() {
-		return
-	}
-	request, limit := m.MemoryRequest.ValueString(), m.MemoryLimit.ValueString()
-	if m.MemoryRequest.IsNull() {
-		request = reporterinstall.DefaultMemoryRequest
-	}
-	if m.MemoryLimit.IsNull() {
-		limit = reporterinstall.DefaultMemoryLimit
-	}
-	if err := reconcilerinstall.CheckMemory(request, limit); err != nil {
-		resp.Diagnostics.AddAttributeError(path.Root("memory_request"), "Memory request above limit", err.Error()+".")
-	}
+	m.validateMemory(&resp.Diagnostics, reporterinstall.DefaultResources())
 }
 
 // ModifyPlan fills the defaults that depend on other values (image from the
@@ -476,7 +442,7 @@ func (r *reporterResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 		return
 	}
 	if config.Image.IsNull() && r.clients != nil {
-		plan.Image = types.StringValue(reporterinstall.DefaultImage(r.clients.Version))
+		plan.Image = types.StringValue(install.DefaultImage(r.clients.Version))
 	}
 	if config.SocketDir.IsNull() {
 		switch {
@@ -528,20 +494,15 @@ func (r *reporterResource) Read(ctx context.Context, req resource.ReadRequest, r
 	if resp.Diagnostics.HasError() || !r.clients.Known() {
 		return // provider configuration unknown: keep the state as it is
 	}
-	core, err := r.clients.Core()
-	if err != nil {
-		connectionError(&resp.Diagnostics, err)
-		return
-	}
-	dyn, err := r.clients.Dynamic()
-	if err != nil {
-		connectionError(&resp.Diagnostics, err)
+	core, dyn, ok := r.clients.coreAndDynamic(&resp.Diagnostics)
+	if !ok {
 		return
 	}
 	ns, name := state.Namespace.ValueString(), state.Name.ValueString()
 	importing := state.Image.IsNull()
 	var target kmshealth.Target // zero on import: the DaemonSet's
 	if !importing {
+		var err error
 		if target, err = kmshealth.ParseTarget(state.Target.ValueString()); err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("target"), "Invalid target in state", err.Error())
 			return
@@ -552,16 +513,7 @@ func (r *reporterResource) Read(ctx context.Context, req resource.ReadRequest, r
 		resp.Diagnostics.AddError("Cannot read the reporter installation", err.Error())
 		return
 	}
-	if importing && !live.Installed() {
-		resp.Diagnostics.AddError("Nothing to import",
-			fmt.Sprintf("DaemonSet %s/%s does not exist or was not installed by kmshealth (it lacks the %s=%s and %s=%s labels).",
-				ns, name, reporterinstall.InstanceLabel, name, reporterinstall.NamespaceLabel, ns))
-		return
-	}
-	if !live.Exists() {
-		resp.Diagnostics.AddWarning("Reporter gone",
-			fmt.Sprintf("No object of the reporter %s/%s is left, so it is removed from the state; the next apply installs it again.", ns, name))
-		resp.State.RemoveResource(ctx)
+	if !reporterMode.keepInState(ctx, resp, live, importing, ns, name) {
 		return
 	}
 
@@ -584,16 +536,7 @@ func (r *reporterResource) Read(ctx context.Context, req resource.ReadRequest, r
 			return
 		}
 	}
-	objs, err := reporterinstall.Build(want)
-	drift := []string{"the installed objects cannot be rebuilt: " + fmt.Sprint(err)}
-	if err == nil {
-		drift = live.Drift(objs)
-	}
-	state.ObjectsInSync = types.BoolValue(len(drift) == 0)
-	if len(drift) > 0 {
-		resp.Diagnostics.AddWarning("Reporter objects drifted",
-			fmt.Sprintf("Changed out of band since the last apply: %s. The next apply restores them.", strings.Join(drift, "; ")))
-	}
+	state.ObjectsInSync = objectsInSync(&resp.Diagnostics, reporterMode, want, reporterinstall.Build, live.Drift)
 
 	// Report the live values of what the DaemonSet holds, so an
 	// out-of-band change shows in the plan (objects_in_sync covers the rest).
@@ -636,9 +579,7 @@ func (m *reporterModel) setLive(ctx context.Context, got, prior reporterinstall.
 	m.RunAsUser = types.Int64Value(got.RunAsUser)
 	m.RunAsGroup = types.Int64Value(got.RunAsGroup)
 	m.PriorityClassName = types.StringValue(got.PriorityClassName)
-	m.CPURequest = liveQuantity(m.CPURequest, got.CPURequest)
-	m.MemoryRequest = liveQuantity(m.MemoryRequest, got.MemoryRequest)
-	m.MemoryLimit = liveQuantity(m.MemoryLimit, got.MemoryLimit)
+	m.setLiveResources(got.Resources)
 	return diags
 }
 
@@ -709,14 +650,8 @@ func (r *reporterResource) write(ctx context.Context, plan *reporterModel, timeo
 	if diags.Append(d...); diags.HasError() {
 		return false
 	}
-	core, err := r.clients.Core()
-	if err != nil {
-		connectionError(diags, err)
-		return false
-	}
-	dyn, err := r.clients.Dynamic()
-	if err != nil {
-		connectionError(diags, err)
+	core, dyn, ok := r.clients.coreAndDynamic(diags)
+	if !ok {
 		return false
 	}
 	plan.setNames()
@@ -724,12 +659,12 @@ func (r *reporterResource) write(ctx context.Context, plan *reporterModel, timeo
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := reporterinstall.Apply(wctx, core, dyn, c); err != nil {
-		addReporterInstallError(diags, err)
-		if reporterinstall.Refused(err) {
-			return false
+		// A foreign CRD or target object is install_crd's to fix.
+		foreignAttr := path.Root("name")
+		if strings.Contains(err.Error(), "install_crd") {
+			foreignAttr = path.Root("install_crd")
 		}
-		plan.ObjectsInSync = types.BoolValue(false)
-		return true
+		return reporterMode.applyFailed(diags, err, foreignAttr, &plan.ObjectsInSync)
 	}
 	if !c.InstallCRD {
 		if _, err := kmshealth.GetTarget(ctx, dyn, c.Target); apierrors.IsNotFound(err) {
@@ -739,22 +674,6 @@ func (r *reporterResource) write(ctx context.Context, plan *reporterModel, timeo
 		}
 	}
 	return true
-}
-
-// addReporterInstallError points a failed apply at the attribute that can
-// fix it.
-func addReporterInstallError(diags *diag.Diagnostics, err error) {
-	switch {
-	case errors.Is(err, reporterinstall.ErrForeignObject) && strings.Contains(err.Error(), "install_crd"):
-		diags.AddAttributeError(path.Root("install_crd"), "Object not managed by kmshealth", err.Error())
-	case errors.Is(err, reporterinstall.ErrForeignObject):
-		diags.AddAttributeError(path.Root("name"), "Object not managed by kmshealth", err.Error())
-	case reporterinstall.Refused(err):
-		diags.AddError("Cannot install the reporter", err.Error())
-	default:
-		diags.AddError("Reporter installed only in part", err.Error()+
-			"\n\nThe objects written so far are recorded; fix the cause and apply again, or destroy to remove them.")
-	}
 }
 
 func (r *reporterResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -772,14 +691,8 @@ func (r *reporterResource) Delete(ctx context.Context, req resource.DeleteReques
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	core, err := r.clients.Core()
-	if err != nil {
-		connectionError(&resp.Diagnostics, err)
-		return
-	}
-	dyn, err := r.clients.Dynamic()
-	if err != nil {
-		connectionError(&resp.Diagnostics, err)
+	core, dyn, ok := r.clients.coreAndDynamic(&resp.Diagnostics)
+	if !ok {
 		return
 	}
 	dctx, cancel := context.WithTimeout(ctx, timeout)
@@ -795,15 +708,11 @@ func (r *reporterResource) Delete(ctx context.Context, req resource.DeleteReques
 }
 
 func (r *reporterResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	ns, name, err := reporterinstall.ParseID(req.ID)
-	if err != nil {
-		resp.Diagnostics.AddError("Invalid import ID", err.Error())
-		return
-	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), ns)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+	importInstallation(ctx, req, resp, reporterinstall.ParseID)
 }
+
+// reporterMode names the reporter in the diagnostics of the shared glue.
+var reporterMode = installedMode{name: "reporter", title: "Reporter", workload: "DaemonSet", namespaceLabel: reporterinstall.NamespaceLabel}
 
 // Plan-time validators of this resource.
 var (
@@ -849,32 +758,6 @@ func (kmsSockets) ValidateSet(ctx context.Context, req validator.SetRequest, res
 			fmt.Sprintf("kms_sockets: %s.\n\nEach socket must match %s, e.g. unix://%s/kms-1.sock, as in the API server's EncryptionConfiguration; "+
 				"or remove kms_sockets and set socket_dir to probe every kms-<keyID>.sock in a directory.",
 				strings.ReplaceAll(err.Error(), "\n", "; "), kmshealth.SocketPattern, kmshealth.SocketDir))
-	}
-}
-
-// durationAtLeast validates a Go duration string with a lower bound.
-type durationAtLeast struct{ min time.Duration }
-
-func (v durationAtLeast) Description(context.Context) string {
-	if v.min <= time.Nanosecond {
-		return "must be a positive Go duration such as 5s or 1m"
-	}
-	return "must be a Go duration of at least " + v.min.String()
-}
-
-func (v durationAtLeast) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (v durationAtLeast) ValidateString(ctx context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	s := req.ConfigValue.ValueString()
-	d, err := time.ParseDuration(s)
-	switch {
-	case err != nil:
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid duration", fmt.Sprintf("%s: %q is not a duration: write a number with a unit, e.g. 30s or 1m.", req.Path, s))
-	case d < v.min:
-		resp.Diagnostics.AddAttributeError(req.Path, "Duration too short", fmt.Sprintf("%s: %s %s.", req.Path, s, v.Description(ctx)))
 	}
 }
 

@@ -7,10 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,6 +24,7 @@ import (
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmstest"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reporterinstall"
@@ -36,23 +35,6 @@ const reporterAddr = "kmshealth_reporter.test"
 // reporterConfig is a kmshealth_reporter "test" with the given body.
 func reporterConfig(body string) string {
 	return providerBlock() + "\nresource \"kmshealth_reporter\" \"test\" {\n" + body + "\n}\n"
-}
-
-// literalRE matches the parts in order, literally, across CLI line wrapping.
-func literalRE(parts ...string) *regexp.Regexp {
-	quoted := make([]string, len(parts))
-	for i, p := range parts {
-		quoted[i] = regexp.QuoteMeta(p)
-	}
-	return wrappedRE("(?s)" + strings.Join(quoted, ".*"))
-}
-
-func reporterDynamic() dynamic.Interface {
-	dyn, err := dynamic.NewForConfig(env.RESTConfig())
-	if err != nil {
-		panic(err) // a rest.Config that worked for the clientset
-	}
-	return dyn
 }
 
 // reporterWant is what the DaemonSet must hold.
@@ -69,7 +51,7 @@ type reporterWant struct {
 
 func defaultReporterWant() reporterWant {
 	return reporterWant{
-		image: reporterinstall.DefaultImage("test"),
+		image: install.DefaultImage("test"),
 		args: []string{"report", "--interval=30s", "--read-timeout=5s", "--write-timeout=10s", "--target=kmshealth.io/v1alpha1/kmshealths/cluster",
 			"--health-probe-bind-address=:8082", "--socket-dir=/var/run/kmsplugin"},
 		socketDir:     "/var/run/kmsplugin",
@@ -175,7 +157,7 @@ func checkReporterObjects(namespace, name string, want reporterWant) resource.Te
 func checkCRDInstalled(namespace, name, object string) resource.TestCheckFunc {
 	return func(*terraform.State) error {
 		ctx := context.Background()
-		crd, err := reporterDynamic().Resource(kmshealth.CRDGVR).Get(ctx, kmshealth.CRDName, metav1.GetOptions{})
+		crd, err := dynamicClient().Resource(kmshealth.CRDGVR).Get(ctx, kmshealth.CRDName, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -189,7 +171,7 @@ func checkCRDInstalled(namespace, name, object string) resource.TestCheckFunc {
 		if !established {
 			return fmt.Errorf("CRD %s not established: %v", kmshealth.CRDName, crd.Object["status"])
 		}
-		obj, err := reporterDynamic().Resource(kmshealth.DefaultTarget().GVR()).Get(ctx, object, metav1.GetOptions{})
+		obj, err := dynamicClient().Resource(kmshealth.DefaultTarget().GVR()).Get(ctx, object, metav1.GetOptions{})
 		if err != nil {
 			return fmt.Errorf("KMSHealth %s: %w", object, err)
 		}
@@ -202,7 +184,7 @@ func checkCRDInstalled(namespace, name, object string) resource.TestCheckFunc {
 
 // checkCRDGone asserts the KMSHealth CRD does not exist.
 func checkCRDGone(*terraform.State) error {
-	_, err := reporterDynamic().Resource(kmshealth.CRDGVR).Get(context.Background(), kmshealth.CRDName, metav1.GetOptions{})
+	_, err := dynamicClient().Resource(kmshealth.CRDGVR).Get(context.Background(), kmshealth.CRDName, metav1.GetOptions{})
 	switch {
 	case err == nil:
 		return fmt.Errorf("CRD %s still there", kmshealth.CRDName)
@@ -219,39 +201,25 @@ func checkReporterUninstalled(namespace, name string) resource.TestCheckFunc {
 		ctx := context.Background()
 		c := env.Clientset()
 		sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + name + "," + reporterinstall.NamespaceLabel + "=" + namespace}
-		var left []string
-		count := func(kind string, n int, err error) {
-			if err != nil {
-				left = append(left, fmt.Sprintf("list %s: %v", kind, err))
-			} else if n > 0 {
-				left = append(left, fmt.Sprintf("%d %s", n, kind))
-			}
-		}
+		var left leftBehind
 		sas, err := c.CoreV1().ServiceAccounts("").List(ctx, sel)
-		count("ServiceAccounts", len(sas.Items), err)
+		left.listed("ServiceAccounts", len(sas.Items), err)
 		dss, err := c.AppsV1().DaemonSets("").List(ctx, sel)
-		count("DaemonSets", len(dss.Items), err)
+		left.listed("DaemonSets", len(dss.Items), err)
 		crs, err := c.RbacV1().ClusterRoles().List(ctx, sel)
-		count("ClusterRoles", len(crs.Items), err)
+		left.listed("ClusterRoles", len(crs.Items), err)
 		crbs, err := c.RbacV1().ClusterRoleBindings().List(ctx, sel)
-		count("ClusterRoleBindings", len(crbs.Items), err)
-		crds, err := reporterDynamic().Resource(kmshealth.CRDGVR).List(ctx, sel)
-		count("CustomResourceDefinitions", len(crds.Items), err)
+		left.listed("ClusterRoleBindings", len(crbs.Items), err)
+		crds, err := dynamicClient().Resource(kmshealth.CRDGVR).List(ctx, sel)
+		left.listed("CustomResourceDefinitions", len(crds.Items), err)
 		cfg := reporterinstall.Config{Namespace: namespace, Name: name}
-		for what, err := range map[string]error{
+		left.named(map[string]error{
 			"DaemonSet":          errOf(c.AppsV1().DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{})),
 			"ServiceAccount":     errOf(c.CoreV1().ServiceAccounts(namespace).Get(ctx, name, metav1.GetOptions{})),
 			"ClusterRole":        errOf(c.RbacV1().ClusterRoles().Get(ctx, cfg.ClusterRoleName(), metav1.GetOptions{})),
 			"ClusterRoleBinding": errOf(c.RbacV1().ClusterRoleBindings().Get(ctx, cfg.ClusterRoleName(), metav1.GetOptions{})),
-		} {
-			if !apierrors.IsNotFound(err) {
-				left = append(left, fmt.Sprintf("%s (err=%v)", what, err))
-			}
-		}
-		if len(left) > 0 {
-			return fmt.Errorf("left behind by destroy of %s/%s: %s", namespace, name, strings.Join(left, ", "))
-		}
-		return nil
+		})
+		return left.err(namespace, name)
 	}
 }
 
@@ -357,7 +325,7 @@ func TestAccReporter_basic(t *testing.T) {
 				Check: resource.ComposeAggregateTestCheckFunc(
 					resource.TestCheckResourceAttr(reporterAddr, "id", ns+"/"+name),
 					resource.TestCheckResourceAttr(reporterAddr, "name", name),
-					resource.TestCheckResourceAttr(reporterAddr, "image", reporterinstall.DefaultImage("test")),
+					resource.TestCheckResourceAttr(reporterAddr, "image", install.DefaultImage("test")),
 					resource.TestCheckNoResourceAttr(reporterAddr, "kms_sockets"),
 					resource.TestCheckResourceAttr(reporterAddr, "socket_dir", "/var/run/kmsplugin"),
 					resource.TestCheckResourceAttr(reporterAddr, "probe_interval", "30s"),
@@ -391,35 +359,25 @@ func TestAccReporter_basic(t *testing.T) {
 			{ResourceName: reporterAddr, ImportState: true, ImportStateId: ns + "/nothing-here", ExpectError: wrappedRE(`DaemonSet ` + ns + `/nothing-here does not exist`)},
 			// The ClusterRoleBinding is deleted: the next plan shows it, the
 			// apply restores it.
-			{
-				PreConfig: func() {
-					crbs := env.Clientset().RbacV1().ClusterRoleBindings()
-					if err := crbs.Delete(ctx, "kmshealth-reporter:"+ns+":"+name, metav1.DeleteOptions{}); err != nil {
-						t.Fatal(err)
-					}
-				},
-				Config:             config,
-				PlanOnly:           true,
-				ExpectNonEmptyPlan: true,
-			},
+			outOfBand(config, func() {
+				crbs := env.Clientset().RbacV1().ClusterRoleBindings()
+				if err := crbs.Delete(ctx, "kmshealth-reporter:"+ns+":"+name, metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}),
 			{Config: config, Check: resource.ComposeAggregateTestCheckFunc(checkAccess(ns, name, allowed, denied), checkWritesOnlyItsTarget(t, ns, name, target, kmshealth.Kind))},
 			// kubectl edit of the DaemonSet's arguments: drift, restored.
-			{
-				PreConfig: func() {
-					d, err := daemonSets.Get(ctx, name, metav1.GetOptions{})
-					if err != nil {
-						t.Fatal(err)
-					}
-					args := d.Spec.Template.Spec.Containers[0].Args
-					args[1] = "--interval=5m"
-					if _, err := daemonSets.Update(ctx, d, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
-						t.Fatal(err)
-					}
-				},
-				Config:             config,
-				PlanOnly:           true,
-				ExpectNonEmptyPlan: true,
-			},
+			outOfBand(config, func() {
+				d, err := daemonSets.Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				args := d.Spec.Template.Spec.Containers[0].Args
+				args[1] = "--interval=5m"
+				if _, err := daemonSets.Update(ctx, d, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+					t.Fatal(err)
+				}
+			}),
 			{
 				Config: config,
 				Check: resource.ComposeAggregateTestCheckFunc(
@@ -428,16 +386,11 @@ func TestAccReporter_basic(t *testing.T) {
 				),
 			},
 			// The KMSHealth object is deleted: recreated.
-			{
-				PreConfig: func() {
-					if err := reporterDynamic().Resource(target.GVR()).Delete(ctx, target.Name, metav1.DeleteOptions{}); err != nil {
-						t.Fatal(err)
-					}
-				},
-				Config:             config,
-				PlanOnly:           true,
-				ExpectNonEmptyPlan: true,
-			},
+			outOfBand(config, func() {
+				if err := dynamicClient().Resource(target.GVR()).Delete(ctx, target.Name, metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}),
 			{
 				Config: config,
 				Check: resource.ComposeAggregateTestCheckFunc(
@@ -456,7 +409,7 @@ func TestAccReporter_basic(t *testing.T) {
 func createTargetCRD(t *testing.T, group, kind, plural, name string) kmshealth.Target {
 	t.Helper()
 	ctx := context.Background()
-	dyn := reporterDynamic()
+	dyn := dynamicClient()
 	crd := kmshealth.CRD()
 	crd.SetName(plural + "." + group)
 	crd.SetLabels(nil)
@@ -512,13 +465,13 @@ func createTargetCRD(t *testing.T, group, kind, plural, name string) kmshealth.T
 func writeCondition(t *testing.T, target kmshealth.Target, kind, typ, fieldManager string) {
 	t.Helper()
 	c := metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: kmshealth.ReasonAsExpected, Message: "[]", LastTransitionTime: metav1.Now()}
-	if err := kmshealth.ApplyCondition(context.Background(), reporterDynamic(), target, kind, c, fieldManager); err != nil {
+	if err := kmshealth.ApplyCondition(context.Background(), dynamicClient(), target, kind, c, fieldManager); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func conditionTypesOf(target kmshealth.Target) ([]string, error) {
-	obj, err := kmshealth.GetTarget(context.Background(), reporterDynamic(), target)
+	obj, err := kmshealth.GetTarget(context.Background(), dynamicClient(), target)
 	if err != nil {
 		return nil, err
 	}
@@ -560,7 +513,7 @@ func TestAccReporter_customTarget(t *testing.T) {
 read_timeout = "2s"`)
 	seconds := int64(30)
 	want := reporterWant{
-		image: reporterinstall.DefaultImage("test"),
+		image: install.DefaultImage("test"),
 		args: []string{"report", "--interval=30s", "--read-timeout=5s", "--write-timeout=10s", "--target=" + target.String(),
 			"--health-probe-bind-address=:8082", "--kms-socket=unix:///var/run/kmsplugin/kms-1.sock", "--kms-socket=unix:///var/run/kmsplugin/kms-2.sock"},
 		socketDir: "/var/run/kmsplugin", runAsUser: 65532, runAsGroup: 65532,
@@ -603,7 +556,7 @@ read_timeout = "2s"`)
 					checkAccess(ns, name, []authorizationv1.ResourceAttributes{statusPatch(target)}, denied),
 					checkWritesOnlyItsTarget(t, ns, name, target, "KubeAPIServer"),
 					func(*terraform.State) error {
-						crd, err := reporterDynamic().Resource(kmshealth.CRDGVR).Get(context.Background(), kmshealth.CRDName, metav1.GetOptions{})
+						crd, err := dynamicClient().Resource(kmshealth.CRDGVR).Get(context.Background(), kmshealth.CRDName, metav1.GetOptions{})
 						if err == nil && reporterinstall.OwnsShared(crd, ns, name) {
 							return fmt.Errorf("install_crd = false installed the KMSHealth CRD")
 						}
@@ -644,7 +597,7 @@ func TestAccReporter_installCRDOff(t *testing.T) {
 	ns := uniqueName(t)
 	mustCreateNamespace(t, ns)
 	name := reporterinstall.DefaultName
-	dyn := reporterDynamic()
+	dyn := dynamicClient()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -753,7 +706,7 @@ func TestAccReporter_badInput(t *testing.T) {
 			planOnly(`kms_sockets = ["unix:///var/run/kmsplugin/kms-1.sock"]
 socket_dir = "/var/run/kmsplugin"`, `"kms_sockets"`, "cannot be specified when", `"socket_dir"`),
 			planOnly(`socket_dir = "run/kms"`, "socket_dir", `"run/kms" is not an absolute path`),
-			planOnly(`probe_interval = "1s"`, "probe_interval: 1s must be a Go duration of at least 5s"),
+			planOnly(`probe_interval = "1s"`, `probe_interval: "1s" must be at least 5s`),
 			planOnly(`probe_interval = "soon"`, `probe_interval: "soon" is not a duration`),
 			planOnly(`read_timeout = "30s"`, "read_timeout 30s must be shorter than probe_interval 30s"),
 			planOnly(`probe_interval = "45s"
@@ -827,29 +780,19 @@ func TestAccReporter_runsUnderItsOwnRBAC(t *testing.T) {
 		script := `mount --bind "$0" /var/run/kmsplugin && mount -o remount,bind,ro /var/run/kmsplugin &&
 if touch /var/run/kmsplugin/.writable 2>/dev/null; then echo "socket directory is writable" >&2; exit 97; fi
 exec "$@"`
-		logs := &lockedBuffer{}
+		logs := &devenv.SyncBuffer{}
 		cmd := exec.Command("unshare", append([]string{"--mount", "--propagation", "private", "--", "sh", "-c", script, sockets, binary, "report"}, args...)...)
 		cmd.Stdout, cmd.Stderr = logs, logs
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := cmd.Start(); err != nil {
+		p, err := devenv.StartCommand(cmd)
+		if err != nil {
 			return err
 		}
-		exited := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(exited) }()
-		defer func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-exited:
-			case <-time.After(20 * time.Second):
-				_ = cmd.Process.Kill()
-				<-exited
-			}
-		}()
+		defer p.Stop()
 		fail := func(format string, a ...any) error {
 			return fmt.Errorf(format+"\nreporter %q log:\n%s", append(a, args, logs.String())...)
 		}
 		target := kmshealth.DefaultTarget()
-		objects := reporterDynamic().Resource(target.GVR())
+		objects := dynamicClient().Resource(target.GVR())
 		lw := listWatch(objects.List, objects.Watch, "metadata.name="+target.Name)
 		var got metav1.Condition
 		err = waitUntil(lw, &unstructured.Unstructured{}, 60*time.Second, func(obj *unstructured.Unstructured) bool {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 )
 
 // kubeName validates a Kubernetes name of one flavour at plan time.
@@ -82,5 +83,73 @@ func (v requiredInBlock) ValidateObject(_ context.Context, req validator.ObjectR
 			resp.Diagnostics.AddAttributeError(req.Path.AtName(name), "Missing required argument",
 				fmt.Sprintf("The argument %q is required in a %s block.", name, req.Path))
 		}
+	}
+}
+
+// Validators of both installed modes' attributes.
+var (
+	imageRef = checkedString{"Invalid image", "must be a container image reference", install.ValidateImage}
+	quantity = checkedString{"Invalid quantity", "must be a Kubernetes quantity such as 10m or 128Mi, or empty", install.ValidateQuantity}
+)
+
+// checkedString validates a string with a function of the logic package.
+type checkedString struct {
+	summary, description string
+	check                func(string) error
+}
+
+func (v checkedString) Description(context.Context) string { return v.description }
+
+func (v checkedString) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (v checkedString) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if err := v.check(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, v.summary, fmt.Sprintf("%s: %v.", req.Path, err))
+	}
+}
+
+// goDuration validates a Go duration string such as 90s or 5m: positive
+// and at least min or, when zeroMeans says what zero means (e.g. "no
+// wait"), also zero.
+type goDuration struct {
+	min       time.Duration // the shortest allowed; 0: any positive duration
+	zeroMeans string        // "": zero is not allowed
+}
+
+// want is what the duration must be, and examples of it.
+func (v goDuration) want() (string, string) {
+	switch {
+	case v.min > 0:
+		return "at least " + v.min.String(), fmt.Sprintf("%q or %q", v.min.String(), (2 * v.min).String())
+	case v.zeroMeans != "":
+		return "zero (" + v.zeroMeans + ") or positive", `"0s", "90s" or "5m"`
+	}
+	return "positive", `"90s" or "5m"`
+}
+
+func (v goDuration) Description(context.Context) string {
+	want, examples := v.want()
+	return "must be a Go duration, " + want + ", such as " + examples
+}
+
+func (v goDuration) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (v goDuration) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	s := req.ConfigValue.ValueString()
+	d, err := time.ParseDuration(s)
+	want, examples := v.want()
+	switch {
+	case err != nil:
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid duration",
+			fmt.Sprintf("%s: %q is not a duration. Write a number with a unit, such as \"90s\", \"5m\" or \"1h30m\".", req.Path, s))
+	case d < v.min || d < 0 || (d == 0 && v.zeroMeans == ""):
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid duration",
+			fmt.Sprintf("%s: %q must be %s, such as %s.", req.Path, s, want, examples))
 	}
 }

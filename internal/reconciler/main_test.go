@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -52,24 +51,7 @@ func agg(t testing.TB) aggregator.Interface {
 // reconcilerProcess is one running `reconcile` process of the real binary.
 type reconcilerProcess struct {
 	*devenv.Process
-	log *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	log *devenv.SyncBuffer
 }
 
 // startReconciler runs the real binary against the test API server and
@@ -77,7 +59,7 @@ func (s *syncBuffer) String() string {
 // the test ends; its log is printed when the test failed.
 func startReconciler(t testing.TB, args ...string) *reconcilerProcess {
 	t.Helper()
-	log := &syncBuffer{}
+	log := &devenv.SyncBuffer{}
 	proc, err := devenv.StartReconcile(context.Background(), binary, log,
 		append([]string{"--kubeconfig=" + env.Kubeconfig, "--namespace=default"}, args...)...)
 	if err != nil {

@@ -2,13 +2,9 @@ package reconciler
 
 import (
 	"context"
-	"flag"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -34,24 +30,12 @@ import (
 // Main is `terraform-provider-kmshealth reconcile [flags]`; it returns the
 // process exit code.
 func Main(version string, args []string) int {
-	fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
 	var o Options
-	o.Bind(fs)
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if err := o.Validate(); err != nil {
-		fmt.Fprintf(os.Stderr, "reconcile: invalid flags:\n%v\n", err)
+	if !incluster.ParseFlags("reconcile", args, &o) {
 		return 2
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("component", "kmshealth-reconciler", "version", version)
-	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer cancel()
-	if err := Run(ctx, o, version, log); err != nil {
-		log.Error("reconciler stopped", "error", err.Error())
-		return 1
-	}
-	return 0
+	return incluster.RunUntilSignal(log, "reconciler", func(ctx context.Context) error { return Run(ctx, o, version, log) })
 }
 
 // Run runs the reconciler until ctx ends, then releases the Lease.

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -19,23 +18,8 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 )
-
-// ErrForeignObject is wrapped when an object at one of the installation's
-// names exists and is not kmshealth's: it is never taken over or deleted.
-var ErrForeignObject = errors.New("object exists and is not managed by kmshealth")
-
-// refusal wraps an error found before the first write.
-type refusal struct{ err error }
-
-func (r refusal) Error() string { return r.err.Error() }
-func (r refusal) Unwrap() error { return r.err }
-
-// Refused reports whether err stopped Apply before it wrote anything.
-func Refused(err error) bool {
-	var r refusal
-	return errors.As(err, &r)
-}
 
 // Apply brings the cluster to c by server-side apply (field manager
 // kmshealth, forced, so an out-of-band change of one of our fields is
@@ -45,23 +29,17 @@ func Refused(err error) bool {
 func Apply(ctx context.Context, core kubernetes.Interface, c Config) error {
 	objs, err := Build(c)
 	if err != nil {
-		return refusal{err}
+		return install.Refuse(err)
 	}
 	live, err := Observe(ctx, core, c.Namespace, c.Name)
 	if err != nil {
-		return refusal{err}
+		return install.Refuse(err)
 	}
 	if err := checkWritable(ctx, core, c, live); err != nil {
-		return refusal{err}
+		return install.Refuse(err)
 	}
 
-	opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
-	wrap := func(what string, err error) error {
-		if err != nil {
-			return fmt.Errorf("server-side apply of %s as %q: %w", what, FieldManager, err)
-		}
-		return nil
-	}
+	opts, wrap := install.ApplyOptions(), install.ApplyError
 	if objs.Namespace != nil {
 		_, err := core.CoreV1().Namespaces().Apply(ctx, objs.Namespace, opts)
 		if err := wrap("Namespace "+c.Namespace, err); err != nil {
@@ -113,16 +91,16 @@ func Apply(ctx context.Context, core kubernetes.Interface, c Config) error {
 	}
 	for _, r := range live.SourceRoles {
 		if !want[r.Namespace] {
-			errs = append(errs, deleteObject(ctx, "Role "+r.Namespace+"/"+r.Name, core.RbacV1().Roles(r.Namespace).Delete, r.Name, r.UID))
+			errs = append(errs, install.DeleteObject(ctx, "Role "+r.Namespace+"/"+r.Name, core.RbacV1().Roles(r.Namespace).Delete, r.Name, r.UID))
 		}
 	}
 	for _, b := range live.SourceRoleBindings {
 		if !want[b.Namespace] {
-			errs = append(errs, deleteObject(ctx, "RoleBinding "+b.Namespace+"/"+b.Name, core.RbacV1().RoleBindings(b.Namespace).Delete, b.Name, b.UID))
+			errs = append(errs, install.DeleteObject(ctx, "RoleBinding "+b.Namespace+"/"+b.Name, core.RbacV1().RoleBindings(b.Namespace).Delete, b.Name, b.UID))
 		}
 	}
 	if pdb := live.PodDisruptionBudget; objs.PodDisruptionBudget == nil && pdb != nil && Owned(pdb, c.Namespace, c.Name) {
-		errs = append(errs, deleteObject(ctx, "PodDisruptionBudget "+c.Namespace+"/"+c.Name, core.PolicyV1().PodDisruptionBudgets(c.Namespace).Delete, pdb.Name, pdb.UID))
+		errs = append(errs, install.DeleteObject(ctx, "PodDisruptionBudget "+c.Namespace+"/"+c.Name, core.PolicyV1().PodDisruptionBudgets(c.Namespace).Delete, pdb.Name, pdb.UID))
 	}
 	if !c.CreateNamespace && live.NamespaceCreated() {
 		// create_namespace turned off: hand the namespace over by dropping
@@ -145,26 +123,25 @@ func checkWritable(ctx context.Context, core kubernetes.Interface, c Config, liv
 	case live.Namespace != nil && live.Namespace.DeletionTimestamp != nil:
 		errs = append(errs, fmt.Errorf("namespace %q is being deleted: wait until it is gone, or choose another namespace", c.Namespace))
 	case live.Namespace != nil && c.CreateNamespace && !live.NamespaceCreated():
-		errs = append(errs, fmt.Errorf("%w: namespace %q already exists and kmshealth did not create it; kmshealth deletes only namespaces it created, so set create_namespace = false to install into it", ErrForeignObject, c.Namespace))
+		errs = append(errs, fmt.Errorf("%w: namespace %q already exists and kmshealth did not create it; kmshealth deletes only namespaces it created, so set create_namespace = false to install into it", install.ErrForeignObject, c.Namespace))
 	}
 	foreign := func(kind, ns, name string, obj metav1.Object) {
-		if obj != nil && !Owned(obj, c.Namespace, c.Name) {
-			if ns != "" {
-				name = ns + "/" + name
-			}
-			errs = append(errs, fmt.Errorf("%w: %s %s (it lacks the labels %s=%s, %s=%s, %s=%s); kmshealth will not take it over or delete it: delete or rename it, or choose another name",
-				ErrForeignObject, kind, name, cabundle.ManagedByLabel, cabundle.ManagedByValue, InstanceLabel, c.Name, NamespaceLabel, c.Namespace))
+		if ns != "" {
+			name = ns + "/" + name
+		}
+		if err := owner(c.Namespace, c.Name).CheckOwned(kind, name, obj); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	foreign("ServiceAccount", c.Namespace, c.ServiceAccountName(), asObject(live.ServiceAccount))
-	foreign("ClusterRole", "", c.ClusterRoleName(), asObject(live.ClusterRole))
-	foreign("ClusterRoleBinding", "", c.ClusterRoleName(), asObject(live.ClusterRoleBinding))
-	foreign("Role", c.Namespace, c.LeaderElectionRoleName(), asObject(live.LeaderRole))
-	foreign("RoleBinding", c.Namespace, c.LeaderElectionRoleName(), asObject(live.LeaderRoleBinding))
-	foreign("Deployment", c.Namespace, c.Name, asObject(live.Deployment))
-	foreign("Service", c.Namespace, c.MetricsServiceName(), asObject(live.MetricsService))
+	foreign("ServiceAccount", c.Namespace, c.ServiceAccountName(), install.AsObject(live.ServiceAccount))
+	foreign("ClusterRole", "", c.ClusterRoleName(), install.AsObject(live.ClusterRole))
+	foreign("ClusterRoleBinding", "", c.ClusterRoleName(), install.AsObject(live.ClusterRoleBinding))
+	foreign("Role", c.Namespace, c.LeaderElectionRoleName(), install.AsObject(live.LeaderRole))
+	foreign("RoleBinding", c.Namespace, c.LeaderElectionRoleName(), install.AsObject(live.LeaderRoleBinding))
+	foreign("Deployment", c.Namespace, c.Name, install.AsObject(live.Deployment))
+	foreign("Service", c.Namespace, c.MetricsServiceName(), install.AsObject(live.MetricsService))
 	if c.Replicas > 1 {
-		foreign("PodDisruptionBudget", c.Namespace, c.Name, asObject(live.PodDisruptionBudget))
+		foreign("PodDisruptionBudget", c.Namespace, c.Name, install.AsObject(live.PodDisruptionBudget))
 	}
 	// Source namespaces without a Role of ours yet: the names there may be
 	// taken (e.g. by an installation of the same name in another namespace).
@@ -184,30 +161,18 @@ func checkWritable(ctx context.Context, core kubernetes.Interface, c Config, liv
 			}
 			continue
 		}
-		role, err := get(ctx, "Role "+ns+"/", core.RbacV1().Roles(ns).Get, c.SourcesRoleName())
+		role, err := install.Get(ctx, "Role "+ns+"/", core.RbacV1().Roles(ns).Get, c.SourcesRoleName())
 		if err != nil {
 			errs = append(errs, err)
 		}
-		foreign("Role", ns, c.SourcesRoleName(), asObject(role))
-		binding, err := get(ctx, "RoleBinding "+ns+"/", core.RbacV1().RoleBindings(ns).Get, c.SourcesRoleName())
+		foreign("Role", ns, c.SourcesRoleName(), install.AsObject(role))
+		binding, err := install.Get(ctx, "RoleBinding "+ns+"/", core.RbacV1().RoleBindings(ns).Get, c.SourcesRoleName())
 		if err != nil {
 			errs = append(errs, err)
 		}
-		foreign("RoleBinding", ns, c.SourcesRoleName(), asObject(binding))
+		foreign("RoleBinding", ns, c.SourcesRoleName(), install.AsObject(binding))
 	}
 	return errors.Join(errs...)
-}
-
-// asObject turns a typed nil pointer into a nil interface, so "missing"
-// stays nil.
-func asObject[T any, P interface {
-	*T
-	metav1.Object
-}](p P) metav1.Object {
-	if p == nil {
-		return nil
-	}
-	return p
 }
 
 func sourceStrings(sources []cabundle.Source) []string {
@@ -216,16 +181,6 @@ func sourceStrings(sources []cabundle.Source) []string {
 		out[i] = s.String()
 	}
 	return out
-}
-
-// deleteObject deletes name if it still has uid; gone is fine.
-func deleteObject(ctx context.Context, what string, fn func(context.Context, string, metav1.DeleteOptions) error, name string, uid types.UID) error {
-	background := metav1.DeletePropagationBackground
-	err := fn(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: &background})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete %s: %w", what, err)
-	}
-	return nil
 }
 
 // Delete removes every object of the installation namespace/name that is
@@ -242,12 +197,12 @@ func Delete(ctx context.Context, core kubernetes.Interface, namespace, name stri
 		if obj == nil || !Owned(obj, namespace, name) {
 			return
 		}
-		errs = append(errs, deleteObject(ctx, what+" "+qualified(obj), fn, obj.GetName(), obj.GetUID()))
+		errs = append(errs, install.DeleteObject(ctx, what+" "+install.Qualified(obj), fn, obj.GetName(), obj.GetUID()))
 	}
 	// The Deployment first: its pods stop before their permissions go.
-	del("Deployment", asObject(live.Deployment), core.AppsV1().Deployments(namespace).Delete)
-	del("PodDisruptionBudget", asObject(live.PodDisruptionBudget), core.PolicyV1().PodDisruptionBudgets(namespace).Delete)
-	del("Service", asObject(live.MetricsService), core.CoreV1().Services(namespace).Delete)
+	del("Deployment", install.AsObject(live.Deployment), core.AppsV1().Deployments(namespace).Delete)
+	del("PodDisruptionBudget", install.AsObject(live.PodDisruptionBudget), core.PolicyV1().PodDisruptionBudgets(namespace).Delete)
+	del("Service", install.AsObject(live.MetricsService), core.CoreV1().Services(namespace).Delete)
 	for i := range live.SourceRoleBindings {
 		b := &live.SourceRoleBindings[i]
 		del("RoleBinding", b, core.RbacV1().RoleBindings(b.Namespace).Delete)
@@ -256,23 +211,16 @@ func Delete(ctx context.Context, core kubernetes.Interface, namespace, name stri
 		r := &live.SourceRoles[i]
 		del("Role", r, core.RbacV1().Roles(r.Namespace).Delete)
 	}
-	del("RoleBinding", asObject(live.LeaderRoleBinding), core.RbacV1().RoleBindings(namespace).Delete)
-	del("Role", asObject(live.LeaderRole), core.RbacV1().Roles(namespace).Delete)
-	del("ClusterRoleBinding", asObject(live.ClusterRoleBinding), core.RbacV1().ClusterRoleBindings().Delete)
-	del("ClusterRole", asObject(live.ClusterRole), core.RbacV1().ClusterRoles().Delete)
-	del("ServiceAccount", asObject(live.ServiceAccount), core.CoreV1().ServiceAccounts(namespace).Delete)
+	del("RoleBinding", install.AsObject(live.LeaderRoleBinding), core.RbacV1().RoleBindings(namespace).Delete)
+	del("Role", install.AsObject(live.LeaderRole), core.RbacV1().Roles(namespace).Delete)
+	del("ClusterRoleBinding", install.AsObject(live.ClusterRoleBinding), core.RbacV1().ClusterRoleBindings().Delete)
+	del("ClusterRole", install.AsObject(live.ClusterRole), core.RbacV1().ClusterRoles().Delete)
+	del("ServiceAccount", install.AsObject(live.ServiceAccount), core.CoreV1().ServiceAccounts(namespace).Delete)
 	err = errors.Join(errs...)
 	if err == nil && deleteNamespace && live.NamespaceCreated() && live.Namespace.DeletionTimestamp == nil {
-		err = deleteObject(ctx, "Namespace "+namespace, core.CoreV1().Namespaces().Delete, namespace, live.Namespace.UID)
+		err = install.DeleteObject(ctx, "Namespace "+namespace, core.CoreV1().Namespaces().Delete, namespace, live.Namespace.UID)
 	}
 	return err
-}
-
-func qualified(obj metav1.Object) string {
-	if obj.GetNamespace() == "" {
-		return obj.GetName()
-	}
-	return obj.GetNamespace() + "/" + obj.GetName()
 }
 
 // WaitForRollout watches the Deployment until RolledOut or ctx ends; the

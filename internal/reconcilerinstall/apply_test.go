@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
 )
 
@@ -78,12 +79,12 @@ func TestApplyObserveDelete(t *testing.T) {
 		createNamespace(t, core, ns)
 	}
 	c := Config{
-		Namespace: "ri-apply", Name: "rec", Image: DefaultImage("test"), Replicas: 2,
+		Namespace: "ri-apply", Name: "rec", Image: install.DefaultImage("test"), Replicas: 2,
 		Sources: []cabundle.Source{
 			{Kind: cabundle.KindSecret, Namespace: "ri-src-a", Name: "ca", Key: "ca.crt"},
 			{Kind: cabundle.KindConfigMap, Namespace: "ri-src-b", Name: "bundle", Key: "pem"},
 		},
-		CPURequest: "0.01", MemoryRequest: DefaultMemoryRequest, MemoryLimit: DefaultMemoryLimit,
+		Resources: install.Resources{CPURequest: "0.01", MemoryRequest: DefaultMemoryRequest, MemoryLimit: DefaultMemoryLimit},
 	}
 	mustApply(t, core, c)
 	l := observe(t, core, c)
@@ -166,7 +167,7 @@ func TestApplyRefusesForeignObjects(t *testing.T) {
 	}
 	c := Config{Namespace: "ri-foreign", Name: "rec", Image: "x", Replicas: 1}
 	err := Apply(ctx, core, c)
-	if !errors.Is(err, ErrForeignObject) || !strings.Contains(err.Error(), "ServiceAccount ri-foreign/rec") {
+	if !errors.Is(err, install.ErrForeignObject) || !strings.Contains(err.Error(), "ServiceAccount ri-foreign/rec") {
 		t.Fatalf("Apply over a foreign ServiceAccount: %v", err)
 	}
 	if l := observe(t, core, c); l.Deployment != nil || l.ClusterRole != nil {
@@ -181,7 +182,7 @@ func TestApplyRefusesForeignObjects(t *testing.T) {
 
 	// create_namespace over an existing namespace is refused too.
 	c.Name, c.CreateNamespace = "other", true
-	if err := Apply(ctx, core, c); !errors.Is(err, ErrForeignObject) || !strings.Contains(err.Error(), "create_namespace = false") {
+	if err := Apply(ctx, core, c); !errors.Is(err, install.ErrForeignObject) || !strings.Contains(err.Error(), "create_namespace = false") {
 		t.Errorf("create_namespace over an existing namespace: %v", err)
 	}
 	// A source namespace that does not exist fails before any write.
@@ -206,7 +207,7 @@ func TestCreateNamespace(t *testing.T) {
 	c.CreateNamespace = false
 	mustApply(t, core, c)
 	ns, _ := core.CoreV1().Namespaces().Get(ctx, c.Namespace, metav1.GetOptions{})
-	if _, ok := ns.Labels[InstanceLabel]; ok {
+	if _, ok := ns.Labels[install.InstanceLabel]; ok {
 		t.Errorf("labels kept after create_namespace = false: %v", ns.Labels)
 	}
 	if err := Delete(ctx, core, c.Namespace, c.Name, true); err != nil {

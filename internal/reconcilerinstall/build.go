@@ -11,7 +11,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -229,33 +228,6 @@ func Args() []string {
 	}
 }
 
-// resources returns the container's requests and limits, nil for none (an
-// empty struct would not round-trip through managedFields); the quantities
-// were validated.
-func (c Config) resources() *corev1ac.ResourceRequirementsApplyConfiguration {
-	requests, limits := corev1.ResourceList{}, corev1.ResourceList{}
-	if c.CPURequest != "" {
-		requests[corev1.ResourceCPU] = resource.MustParse(c.CPURequest)
-	}
-	if c.MemoryRequest != "" {
-		requests[corev1.ResourceMemory] = resource.MustParse(c.MemoryRequest)
-	}
-	if c.MemoryLimit != "" {
-		limits[corev1.ResourceMemory] = resource.MustParse(c.MemoryLimit)
-	}
-	if len(requests)+len(limits) == 0 {
-		return nil
-	}
-	r := corev1ac.ResourceRequirements()
-	if len(requests) > 0 {
-		r.WithRequests(requests)
-	}
-	if len(limits) > 0 {
-		r.WithLimits(limits)
-	}
-	return r
-}
-
 func httpProbe(path string) *corev1ac.ProbeApplyConfiguration {
 	return corev1ac.Probe().WithHTTPGet(corev1ac.HTTPGetAction().WithPath(path).WithPort(intstr.FromString(healthPortName)))
 }
@@ -287,7 +259,7 @@ func BuildDeployment(c Config) *appsv1ac.DeploymentApplyConfiguration {
 			WithAllowPrivilegeEscalation(false).
 			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault)))
-	if r := c.resources(); r != nil {
+	if r := c.ResourceRequirements(); r != nil {
 		container.WithResources(r)
 	}
 	pod := corev1ac.PodSpec().

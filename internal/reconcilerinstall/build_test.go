@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconciler"
 )
 
@@ -22,7 +23,7 @@ func testConfig() Config {
 	return Config{
 		Namespace: "kmshealth-system",
 		Name:      DefaultName,
-		Image:     DefaultImage("v1.2.3"),
+		Image:     install.DefaultImage("v1.2.3"),
 		Replicas:  DefaultReplicas,
 		Sources: []cabundle.Source{
 			{Kind: cabundle.KindSecret, Namespace: "kube-system", Name: "metrics-tls", Key: "ca.crt"},
@@ -30,7 +31,7 @@ func testConfig() Config {
 			{Kind: cabundle.KindSecret, Namespace: "kube-system", Name: "metrics-tls", Key: "tls.crt"}, // same object, other key
 			{Kind: cabundle.KindSecret, Namespace: "apps", Name: "api-ca", Key: "ca.crt"},
 		},
-		CPURequest: DefaultCPURequest, MemoryRequest: DefaultMemoryRequest, MemoryLimit: DefaultMemoryLimit,
+		Resources: DefaultResources(),
 	}
 }
 
@@ -77,8 +78,8 @@ func TestArgsParseWithTheReconcilersOwnFlags(t *testing.T) {
 	if o.LeaseName != LeaseName {
 		t.Errorf("reconcile's Lease is %q, the leader-election Role grants %q", o.LeaseName, LeaseName)
 	}
-	if o.FieldManager != FieldManager {
-		t.Errorf("reconcile's field manager %q, installation's %q", o.FieldManager, FieldManager)
+	if o.FieldManager != install.FieldManager {
+		t.Errorf("reconcile's field manager %q, installation's %q", o.FieldManager, install.FieldManager)
 	}
 }
 
@@ -102,7 +103,7 @@ func TestBuildDeployment(t *testing.T) {
 	}
 	terms := pod.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution
 	if len(terms) != 1 || terms[0].PodAffinityTerm.TopologyKey != "kubernetes.io/hostname" ||
-		terms[0].PodAffinityTerm.LabelSelector.MatchLabels[InstanceLabel] != DefaultName {
+		terms[0].PodAffinityTerm.LabelSelector.MatchLabels[install.InstanceLabel] != DefaultName {
 		t.Errorf("anti-affinity %+v", terms)
 	}
 	if len(pod.Containers) != 1 {
@@ -185,7 +186,7 @@ func TestBuildRBAC(t *testing.T) {
 		{APIGroups: []string{"kmshealth.io"}, Resources: []string{"kmshealths"}, ResourceNames: []string{"cluster"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"kmshealth.io"}, Resources: []string{"kmshealths/status"}, ResourceNames: []string{"cluster"}, Verbs: []string{"patch"}},
 	}
-	if !sameJSON(cr.Rules, want) {
+	if !install.SameJSON(cr.Rules, want) {
 		t.Errorf("ClusterRole rules %+v", cr.Rules)
 	}
 	crb := roundTrip[rbacv1.ClusterRoleBinding](t, o.ClusterRoleBinding)
@@ -212,7 +213,7 @@ func TestBuildRBAC(t *testing.T) {
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"kmshealth-cabundle-v1.x"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"metrics-tls"}, Verbs: []string{"get", "list", "watch"}},
 	}
-	if !sameJSON(ks.Rules, wantKS) {
+	if !install.SameJSON(ks.Rules, wantKS) {
 		t.Errorf("kube-system Role rules %+v", ks.Rules)
 	}
 	if got := ks.Annotations[SourcesAnnotation]; got != "ConfigMap/kube-system/kmshealth-cabundle-v1.x/ca.crt,Secret/kube-system/metrics-tls/ca.crt,Secret/kube-system/metrics-tls/tls.crt" {
@@ -228,7 +229,7 @@ func TestBuildPodDisruptionBudgetOnlyWithSeveralReplicas(t *testing.T) {
 	c := testConfig()
 	o, _ := Build(c)
 	pdb := roundTrip[policyv1.PodDisruptionBudget](t, o.PodDisruptionBudget)
-	if pdb.Spec.MinAvailable.IntValue() != 1 || pdb.Spec.Selector.MatchLabels[InstanceLabel] != DefaultName {
+	if pdb.Spec.MinAvailable.IntValue() != 1 || pdb.Spec.Selector.MatchLabels[install.InstanceLabel] != DefaultName {
 		t.Errorf("PodDisruptionBudget %+v", pdb.Spec)
 	}
 	c.Replicas = 1
@@ -245,13 +246,13 @@ func TestBuildServiceAndNamespace(t *testing.T) {
 	}
 	svc := roundTrip[corev1.Service](t, o.MetricsService)
 	if svc.Name != "kmshealth-reconciler-metrics" || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 8080 ||
-		svc.Spec.Ports[0].TargetPort.StrVal != "metrics" || svc.Spec.Selector[InstanceLabel] != DefaultName {
+		svc.Spec.Ports[0].TargetPort.StrVal != "metrics" || svc.Spec.Selector[install.InstanceLabel] != DefaultName {
 		t.Errorf("Service %+v", svc.Spec)
 	}
 	c.CreateNamespace = true
 	o, _ = Build(c)
 	ns := roundTrip[corev1.Namespace](t, o.Namespace)
-	if ns.Labels["pod-security.kubernetes.io/enforce"] != "restricted" || ns.Labels[InstanceLabel] != DefaultName || ns.Labels[NamespaceLabel] != "kmshealth-system" {
+	if ns.Labels["pod-security.kubernetes.io/enforce"] != "restricted" || ns.Labels[install.InstanceLabel] != DefaultName || ns.Labels[NamespaceLabel] != "kmshealth-system" {
 		t.Errorf("Namespace labels %v", ns.Labels)
 	}
 }
@@ -308,13 +309,13 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// TestParseID checks what is the reconciler's own; install.ParseID is
+// tested in its package.
 func TestParseID(t *testing.T) {
 	for _, tc := range []struct{ id, ns, name, err string }{
 		{"kmshealth-system/kmshealth-reconciler", "kmshealth-system", "kmshealth-reconciler", ""},
-		{"kmshealth-reconciler", "", "", "want <namespace>/<name>"},
-		{"a/b/c", "", "", "want <namespace>/<name>"},
-		{"Bad/x", "", "", "namespace:"},
-		{"ns/9x", "", "", "name:"},
+		{"kmshealth-reconciler", "", "", "e.g. kmshealth-system/kmshealth-reconciler"},
+		{"ns/9x", "", "", "name:"}, // a DNS-1123 label, but not DNS-1035
 	} {
 		ns, name, err := ParseID(tc.id)
 		if tc.err == "" && (err != nil || ns != tc.ns || name != tc.name) {
@@ -381,7 +382,7 @@ func TestLiveConfig(t *testing.T) {
 	want := c
 	want.Sources = sortedSources(c.Sources)
 	want.MemoryLimit = "512Mi" // canonical form
-	if !sameJSON(got, want) {
+	if !install.SameJSON(got, want) {
 		t.Errorf("Config() = %+v\nwant %+v", got, want)
 	}
 }

@@ -13,10 +13,10 @@ import (
 	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 )
 
 // Names and values shared with the provider, the docs and the tests.
@@ -25,11 +25,6 @@ const (
 	DefaultName = "kmshealth-reconciler"
 	// DefaultReplicas run behind leader election: one writes, one waits.
 	DefaultReplicas = 2
-	// ImageRepository is where the provider's own binary is published; the
-	// tag is the provider's version, so the two never skew.
-	ImageRepository = "ghcr.io/kmshealth/terraform-provider-kmshealth"
-	// FieldManager writes every object, as for all kmshealth resources.
-	FieldManager = cabundle.DefaultFieldManager
 	// ContainerName is the reconciler's container in the Deployment.
 	ContainerName = "reconciler"
 	// LeaseName is the reconcile mode's --leader-elect-lease-name default.
@@ -44,13 +39,11 @@ const (
 	DefaultMemoryRequest = "32Mi"
 	DefaultMemoryLimit   = "128Mi"
 
-	// NameLabel/NameValue, InstanceLabel (= Config.Name) and NamespaceLabel
-	// (= Config.Namespace), with cabundle.ManagedByLabel, mark every object
-	// of one installation; ComponentLabel tells the Roles apart.
-	NameLabel      = "app.kubernetes.io/name"
+	// NameValue (of install.NameLabel) and NamespaceLabel (= Config.Namespace)
+	// are the reconciler's part of the labels that mark every object of one
+	// installation (see install.Owner); install.ComponentLabel tells the
+	// Roles apart.
 	NameValue      = "kmshealth-reconciler"
-	InstanceLabel  = "app.kubernetes.io/instance"
-	ComponentLabel = "app.kubernetes.io/component"
 	NamespaceLabel = "kmshealth.io/reconciler-namespace"
 	// SourcesAnnotation on a sources Role lists the CA bundle sources
 	// (Kind/namespace/name/key, comma-separated) it grants, keys included,
@@ -85,18 +78,14 @@ type Config struct {
 	Replicas        int32
 	// Sources are the CA bundle sources the reconciler may read: RBAC
 	// grants get/list/watch on exactly these objects.
-	Sources       []cabundle.Source
-	CPURequest    string // quantities, "" for none
-	MemoryRequest string
-	MemoryLimit   string
+	Sources []cabundle.Source
+	// Resources are the container's requests and limits.
+	install.Resources
 }
 
-// DefaultImage is the image of the provider binary of version.
-func DefaultImage(version string) string {
-	if version == "" {
-		version = "dev"
-	}
-	return ImageRepository + ":" + version
+// DefaultResources are the reconciler container's requests and limits.
+func DefaultResources() install.Resources {
+	return install.Resources{CPURequest: DefaultCPURequest, MemoryRequest: DefaultMemoryRequest, MemoryLimit: DefaultMemoryLimit}
 }
 
 // ValidateName checks an installation name: a DNS-1035 label short enough
@@ -109,44 +98,17 @@ func ValidateName(name string) []string {
 	return msgs
 }
 
-// ValidateQuantity checks a resource quantity such as 10m or 128Mi.
-func ValidateQuantity(q string) error {
-	if q == "" {
-		return nil
-	}
-	v, err := resource.ParseQuantity(q)
-	if err != nil {
-		return fmt.Errorf("%q is not a quantity (e.g. 10m, 0.5, 32Mi, 1Gi): %w", q, err)
-	}
-	if v.Sign() < 0 {
-		return fmt.Errorf("%q: must not be negative", q)
-	}
-	return nil
-}
-
-// ValidateImage checks an image reference enough to catch typos at plan
-// time; the registry has the last word.
-func ValidateImage(image string) error {
-	switch {
-	case strings.TrimSpace(image) == "":
-		return errors.New("must not be empty: omit it to deploy " + ImageRepository + ":<provider version>")
-	case strings.ContainsAny(image, " \t\r\n"):
-		return fmt.Errorf("%q contains whitespace: want a reference like registry.example.com/kmshealth:v1.2.3", image)
-	}
-	return nil
-}
-
 // Validate reports every problem at once; the provider checks the same at
 // plan time, attribute by attribute.
 func (c Config) Validate() error {
 	var errs []error
-	for _, m := range validation.IsDNS1123Label(c.Namespace) {
+	for _, m := range install.ValidateNamespace(c.Namespace) {
 		errs = append(errs, fmt.Errorf("namespace %q: %s", c.Namespace, m))
 	}
 	for _, m := range ValidateName(c.Name) {
 		errs = append(errs, fmt.Errorf("name %q: %s", c.Name, m))
 	}
-	if err := ValidateImage(c.Image); err != nil {
+	if err := install.ValidateImage(c.Image); err != nil {
 		errs = append(errs, fmt.Errorf("image: %w", err))
 	}
 	if c.Replicas < 1 {
@@ -157,52 +119,16 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("source %q: %w", s, err))
 		}
 	}
-	for what, q := range map[string]string{"cpu_request": c.CPURequest, "memory_request": c.MemoryRequest, "memory_limit": c.MemoryLimit} {
-		if err := ValidateQuantity(q); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", what, err))
-		}
-	}
-	if err := CheckMemory(c.MemoryRequest, c.MemoryLimit); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, c.Resources.Validate()...)
 	return errors.Join(errs...)
 }
 
-// CheckMemory rejects a memory request above the limit, which the API
-// server would refuse only at apply time.
-func CheckMemory(request, limit string) error {
-	if request == "" || limit == "" {
-		return nil
-	}
-	// Unparsable quantities are ValidateQuantity's to report.
-	r, err1 := resource.ParseQuantity(request)
-	l, err2 := resource.ParseQuantity(limit)
-	if err1 == nil && err2 == nil && r.Cmp(l) > 0 {
-		return fmt.Errorf("memory_request %s is above memory_limit %s: raise the limit or lower the request", request, limit)
-	}
-	return nil
-}
-
 // ID is the import ID: <namespace>/<name>.
-func (c Config) ID() string { return c.Namespace + "/" + c.Name }
+func (c Config) ID() string { return install.ID(c.Namespace, c.Name) }
 
 // ParseID splits an import ID.
 func ParseID(id string) (namespace, name string, err error) {
-	ns, n, ok := strings.Cut(id, "/")
-	if !ok || strings.Contains(n, "/") {
-		return "", "", fmt.Errorf("import ID %q: want <namespace>/<name>, e.g. kmshealth-system/%s", id, DefaultName)
-	}
-	var msgs []string
-	for _, m := range validation.IsDNS1123Label(ns) {
-		msgs = append(msgs, "namespace: "+m)
-	}
-	for _, m := range ValidateName(n) {
-		msgs = append(msgs, "name: "+m)
-	}
-	if len(msgs) > 0 {
-		return "", "", fmt.Errorf("import ID %q: %s", id, strings.Join(msgs, "; "))
-	}
-	return ns, n, nil
+	return install.ParseID(id, "kmshealth-system/"+DefaultName, ValidateName)
 }
 
 // ServiceAccountName is the reconciler's ServiceAccount in Namespace.
@@ -232,30 +158,19 @@ func (c Config) SourceNamespaces() []string {
 	return slices.Compact(out)
 }
 
+// owner is the installation namespace/name, whose labels mark its objects.
+func owner(namespace, name string) install.Owner {
+	return install.Owner{App: NameValue, NamespaceLabel: NamespaceLabel, Namespace: namespace, Name: name}
+}
+
 // Labels are on every object of the installation.
 func (c Config) Labels(component string) map[string]string {
-	return map[string]string{
-		cabundle.ManagedByLabel: cabundle.ManagedByValue,
-		NameLabel:               NameValue,
-		InstanceLabel:           c.Name,
-		NamespaceLabel:          c.Namespace,
-		ComponentLabel:          component,
-	}
+	return owner(c.Namespace, c.Name).Labels(component)
 }
 
 // SelectorLabels select the reconciler's pods.
 func (c Config) SelectorLabels() map[string]string {
-	return map[string]string{NameLabel: NameValue, InstanceLabel: c.Name}
-}
-
-// ownerSelector selects the objects of the installation (any component).
-func ownerSelector(namespace, name string) string {
-	return strings.Join([]string{
-		cabundle.ManagedByLabel + "=" + cabundle.ManagedByValue,
-		NameLabel + "=" + NameValue,
-		InstanceLabel + "=" + name,
-		NamespaceLabel + "=" + namespace,
-	}, ",")
+	return owner(c.Namespace, c.Name).SelectorLabels()
 }
 
 // sortedSources returns the sources sorted by their string form, without

@@ -2,7 +2,6 @@ package reconcilerinstall
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -10,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -19,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 )
 
 // Live is what the cluster holds under an installation's names: nil for an
@@ -41,18 +40,6 @@ type Live struct {
 	namespace, name string
 }
 
-// get returns the object, nil when it does not exist.
-func get[T any](ctx context.Context, what string, fn func(context.Context, string, metav1.GetOptions) (*T, error), name string) (*T, error) {
-	obj, err := fn(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s %s: %w", what, name, err)
-	}
-	return obj, nil
-}
-
 // Observe reads the installation namespace/name: nine GETs and two
 // label-selected LISTs (Roles and RoleBindings in all namespaces); no
 // discovery, no watch.
@@ -60,34 +47,34 @@ func Observe(ctx context.Context, core kubernetes.Interface, namespace, name str
 	c := Config{Namespace: namespace, Name: name}
 	l := &Live{namespace: namespace, name: name}
 	var err error
-	if l.Namespace, err = get(ctx, "Namespace", core.CoreV1().Namespaces().Get, namespace); err != nil {
+	if l.Namespace, err = install.Get(ctx, "Namespace", core.CoreV1().Namespaces().Get, namespace); err != nil {
 		return nil, err
 	}
-	if l.ServiceAccount, err = get(ctx, "ServiceAccount "+namespace+"/", core.CoreV1().ServiceAccounts(namespace).Get, c.ServiceAccountName()); err != nil {
+	if l.ServiceAccount, err = install.Get(ctx, "ServiceAccount "+namespace+"/", core.CoreV1().ServiceAccounts(namespace).Get, c.ServiceAccountName()); err != nil {
 		return nil, err
 	}
-	if l.ClusterRole, err = get(ctx, "ClusterRole", core.RbacV1().ClusterRoles().Get, c.ClusterRoleName()); err != nil {
+	if l.ClusterRole, err = install.Get(ctx, "ClusterRole", core.RbacV1().ClusterRoles().Get, c.ClusterRoleName()); err != nil {
 		return nil, err
 	}
-	if l.ClusterRoleBinding, err = get(ctx, "ClusterRoleBinding", core.RbacV1().ClusterRoleBindings().Get, c.ClusterRoleName()); err != nil {
+	if l.ClusterRoleBinding, err = install.Get(ctx, "ClusterRoleBinding", core.RbacV1().ClusterRoleBindings().Get, c.ClusterRoleName()); err != nil {
 		return nil, err
 	}
-	if l.LeaderRole, err = get(ctx, "Role "+namespace+"/", core.RbacV1().Roles(namespace).Get, c.LeaderElectionRoleName()); err != nil {
+	if l.LeaderRole, err = install.Get(ctx, "Role "+namespace+"/", core.RbacV1().Roles(namespace).Get, c.LeaderElectionRoleName()); err != nil {
 		return nil, err
 	}
-	if l.LeaderRoleBinding, err = get(ctx, "RoleBinding "+namespace+"/", core.RbacV1().RoleBindings(namespace).Get, c.LeaderElectionRoleName()); err != nil {
+	if l.LeaderRoleBinding, err = install.Get(ctx, "RoleBinding "+namespace+"/", core.RbacV1().RoleBindings(namespace).Get, c.LeaderElectionRoleName()); err != nil {
 		return nil, err
 	}
-	if l.Deployment, err = get(ctx, "Deployment "+namespace+"/", core.AppsV1().Deployments(namespace).Get, name); err != nil {
+	if l.Deployment, err = install.Get(ctx, "Deployment "+namespace+"/", core.AppsV1().Deployments(namespace).Get, name); err != nil {
 		return nil, err
 	}
-	if l.PodDisruptionBudget, err = get(ctx, "PodDisruptionBudget "+namespace+"/", core.PolicyV1().PodDisruptionBudgets(namespace).Get, name); err != nil {
+	if l.PodDisruptionBudget, err = install.Get(ctx, "PodDisruptionBudget "+namespace+"/", core.PolicyV1().PodDisruptionBudgets(namespace).Get, name); err != nil {
 		return nil, err
 	}
-	if l.MetricsService, err = get(ctx, "Service "+namespace+"/", core.CoreV1().Services(namespace).Get, c.MetricsServiceName()); err != nil {
+	if l.MetricsService, err = install.Get(ctx, "Service "+namespace+"/", core.CoreV1().Services(namespace).Get, c.MetricsServiceName()); err != nil {
 		return nil, err
 	}
-	sel := metav1.ListOptions{LabelSelector: ownerSelector(namespace, name) + "," + ComponentLabel + "=" + ComponentSources}
+	sel := metav1.ListOptions{LabelSelector: owner(namespace, name).Selector() + "," + install.ComponentLabel + "=" + ComponentSources}
 	roles, err := core.RbacV1().Roles(metav1.NamespaceAll).List(ctx, sel)
 	if err != nil {
 		return nil, fmt.Errorf("list the reconciler's source Roles: %w", err)
@@ -121,34 +108,16 @@ func compareStrings(a, b string) int {
 	return 0
 }
 
-// Owned reports whether obj belongs to the installation namespace/name: it
-// carries its labels or, when someone removed the labels, kmshealth's apply
-// entry in managedFields (and no other installation's labels).
-func Owned(obj metav1.Object, namespace, name string) bool {
-	l := obj.GetLabels()
-	if l[cabundle.ManagedByLabel] == cabundle.ManagedByValue && l[NameLabel] == NameValue {
-		return l[InstanceLabel] == name && l[NamespaceLabel] == namespace
-	}
-	for _, mf := range obj.GetManagedFields() {
-		if mf.Manager == FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply {
-			return true
-		}
-	}
-	return false
-}
-
-// ownsNamespace is stricter: only the labels kmshealth set when it created
-// the namespace count, so a namespace is never deleted on a guess.
-func ownsNamespace(ns *corev1.Namespace, namespace, name string) bool {
-	l := ns.GetLabels()
-	return l[cabundle.ManagedByLabel] == cabundle.ManagedByValue && l[NameLabel] == NameValue &&
-		l[InstanceLabel] == name && l[NamespaceLabel] == namespace
-}
+// Owned reports whether obj belongs to the installation namespace/name
+// (see install.Owner.Owns).
+func Owned(obj metav1.Object, namespace, name string) bool { return owner(namespace, name).Owns(obj) }
 
 // NamespaceCreated reports whether kmshealth created the namespace for this
 // installation (create_namespace = true).
 func (l *Live) NamespaceCreated() bool {
-	return l.Namespace != nil && ownsNamespace(l.Namespace, l.namespace, l.name)
+	// Only the labels kmshealth set when it created the namespace count, so
+	// a namespace is never deleted on a guess.
+	return l.Namespace != nil && owner(l.namespace, l.name).Labelled(l.Namespace)
 }
 
 // Installed reports whether the installation's Deployment exists and is
@@ -161,9 +130,9 @@ func (l *Live) Installed() bool {
 // partly deleted installation is repaired, not forgotten.
 func (l *Live) Exists() bool {
 	owned := func(obj metav1.Object) bool { return obj != nil && Owned(obj, l.namespace, l.name) }
-	return owned(asObject(l.ServiceAccount)) || owned(asObject(l.ClusterRole)) || owned(asObject(l.ClusterRoleBinding)) ||
-		owned(asObject(l.LeaderRole)) || owned(asObject(l.LeaderRoleBinding)) || owned(asObject(l.Deployment)) ||
-		owned(asObject(l.PodDisruptionBudget)) || owned(asObject(l.MetricsService)) ||
+	return owned(install.AsObject(l.ServiceAccount)) || owned(install.AsObject(l.ClusterRole)) || owned(install.AsObject(l.ClusterRoleBinding)) ||
+		owned(install.AsObject(l.LeaderRole)) || owned(install.AsObject(l.LeaderRoleBinding)) || owned(install.AsObject(l.Deployment)) ||
+		owned(install.AsObject(l.PodDisruptionBudget)) || owned(install.AsObject(l.MetricsService)) ||
 		len(l.SourceRoles) > 0 || len(l.SourceRoleBindings) > 0
 }
 
@@ -193,18 +162,9 @@ func (l *Live) Config() Config {
 	}
 	if ct := l.reconcilerContainer(); ct != nil {
 		c.Image = ct.Image
-		c.CPURequest = quantity(ct.Resources.Requests, corev1.ResourceCPU)
-		c.MemoryRequest = quantity(ct.Resources.Requests, corev1.ResourceMemory)
-		c.MemoryLimit = quantity(ct.Resources.Limits, corev1.ResourceMemory)
+		c.Resources = install.ResourcesOf(ct.Resources)
 	}
 	return c
-}
-
-func quantity(list corev1.ResourceList, name corev1.ResourceName) string {
-	if q, ok := list[name]; ok {
-		return q.String()
-	}
-	return ""
 }
 
 // Sources are the CA bundle sources the reconciler can really read: those
@@ -268,43 +228,32 @@ func grants(rules []rbacv1.PolicyRule, s cabundle.Source) bool {
 // no longer has. Empty means an apply would change nothing. Fields other
 // managers added are not drift: server-side apply leaves them alone.
 func (l *Live) Drift(o Objects) []string {
-	var drift []string
-	check := func(what string, exists, owned bool, extract func() (any, error), want any) {
-		switch {
-		case !exists:
-			drift = append(drift, what+" is missing")
-		case !owned:
-			drift = append(drift, what+" is not managed by kmshealth")
-		default:
-			got, err := extract()
-			if err != nil || !sameJSON(got, want) {
-				drift = append(drift, what+" was changed")
-			}
-		}
-	}
+	const fieldManager = install.FieldManager
+	var drift install.Drift
+	check := drift.Check
 	ns, name := l.namespace, l.name
 	if o.Namespace != nil {
 		check("Namespace "+ns, l.Namespace != nil, l.NamespaceCreated(),
-			func() (any, error) { return corev1ac.ExtractNamespace(l.Namespace, FieldManager) }, o.Namespace)
+			func() (any, error) { return corev1ac.ExtractNamespace(l.Namespace, fieldManager) }, o.Namespace)
 	}
 	check("ServiceAccount "+ns+"/"+*o.ServiceAccount.Name, l.ServiceAccount != nil, l.ServiceAccount != nil && Owned(l.ServiceAccount, ns, name),
-		func() (any, error) { return corev1ac.ExtractServiceAccount(l.ServiceAccount, FieldManager) }, o.ServiceAccount)
+		func() (any, error) { return corev1ac.ExtractServiceAccount(l.ServiceAccount, fieldManager) }, o.ServiceAccount)
 	check("ClusterRole "+*o.ClusterRole.Name, l.ClusterRole != nil, l.ClusterRole != nil && Owned(l.ClusterRole, ns, name),
-		func() (any, error) { return rbacv1ac.ExtractClusterRole(l.ClusterRole, FieldManager) }, o.ClusterRole)
+		func() (any, error) { return rbacv1ac.ExtractClusterRole(l.ClusterRole, fieldManager) }, o.ClusterRole)
 	check("ClusterRoleBinding "+*o.ClusterRoleBinding.Name, l.ClusterRoleBinding != nil, l.ClusterRoleBinding != nil && Owned(l.ClusterRoleBinding, ns, name),
-		func() (any, error) { return rbacv1ac.ExtractClusterRoleBinding(l.ClusterRoleBinding, FieldManager) }, o.ClusterRoleBinding)
+		func() (any, error) { return rbacv1ac.ExtractClusterRoleBinding(l.ClusterRoleBinding, fieldManager) }, o.ClusterRoleBinding)
 	check("Role "+ns+"/"+*o.LeaderRole.Name, l.LeaderRole != nil, l.LeaderRole != nil && Owned(l.LeaderRole, ns, name),
-		func() (any, error) { return rbacv1ac.ExtractRole(l.LeaderRole, FieldManager) }, o.LeaderRole)
+		func() (any, error) { return rbacv1ac.ExtractRole(l.LeaderRole, fieldManager) }, o.LeaderRole)
 	check("RoleBinding "+ns+"/"+*o.LeaderRoleBinding.Name, l.LeaderRoleBinding != nil, l.LeaderRoleBinding != nil && Owned(l.LeaderRoleBinding, ns, name),
-		func() (any, error) { return rbacv1ac.ExtractRoleBinding(l.LeaderRoleBinding, FieldManager) }, o.LeaderRoleBinding)
+		func() (any, error) { return rbacv1ac.ExtractRoleBinding(l.LeaderRoleBinding, fieldManager) }, o.LeaderRoleBinding)
 	check("Deployment "+ns+"/"+name, l.Deployment != nil, l.Installed(),
-		func() (any, error) { return appsv1ac.ExtractDeployment(l.Deployment, FieldManager) }, o.Deployment)
+		func() (any, error) { return appsv1ac.ExtractDeployment(l.Deployment, fieldManager) }, o.Deployment)
 	check("Service "+ns+"/"+*o.MetricsService.Name, l.MetricsService != nil, l.MetricsService != nil && Owned(l.MetricsService, ns, name),
-		func() (any, error) { return corev1ac.ExtractService(l.MetricsService, FieldManager) }, o.MetricsService)
+		func() (any, error) { return corev1ac.ExtractService(l.MetricsService, fieldManager) }, o.MetricsService)
 	switch {
 	case o.PodDisruptionBudget != nil:
 		check("PodDisruptionBudget "+ns+"/"+name, l.PodDisruptionBudget != nil, l.PodDisruptionBudget != nil && Owned(l.PodDisruptionBudget, ns, name),
-			func() (any, error) { return policyv1ac.ExtractPodDisruptionBudget(l.PodDisruptionBudget, FieldManager) }, o.PodDisruptionBudget)
+			func() (any, error) { return policyv1ac.ExtractPodDisruptionBudget(l.PodDisruptionBudget, fieldManager) }, o.PodDisruptionBudget)
 	case l.PodDisruptionBudget != nil && Owned(l.PodDisruptionBudget, ns, name):
 		drift = append(drift, "PodDisruptionBudget "+ns+"/"+name+" is left over")
 	}
@@ -321,7 +270,7 @@ func (l *Live) Drift(o Objects) []string {
 	for _, want := range o.SourceRoles {
 		live := findByNamespace(l.SourceRoles, *want.Namespace, func(r rbacv1.Role) string { return r.Namespace })
 		check("Role "+*want.Namespace+"/"+*want.Name, live != nil, live != nil,
-			func() (any, error) { return rbacv1ac.ExtractRole(live, FieldManager) }, want)
+			func() (any, error) { return rbacv1ac.ExtractRole(live, fieldManager) }, want)
 	}
 	wantBindings := map[string]bool{}
 	for _, b := range o.SourceRoleBindings {
@@ -335,7 +284,7 @@ func (l *Live) Drift(o Objects) []string {
 	for _, want := range o.SourceRoleBindings {
 		live := findByNamespace(l.SourceRoleBindings, *want.Namespace, func(b rbacv1.RoleBinding) string { return b.Namespace })
 		check("RoleBinding "+*want.Namespace+"/"+*want.Name, live != nil, live != nil,
-			func() (any, error) { return rbacv1ac.ExtractRoleBinding(live, FieldManager) }, want)
+			func() (any, error) { return rbacv1ac.ExtractRoleBinding(live, fieldManager) }, want)
 	}
 	return drift
 }
@@ -347,12 +296,4 @@ func findByNamespace[T any](items []T, ns string, namespaceOf func(T) string) *T
 		}
 	}
 	return nil
-}
-
-// sameJSON compares two apply configurations by their serialized form,
-// which is what the API server would receive.
-func sameJSON(a, b any) bool {
-	ja, err1 := json.Marshal(a)
-	jb, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && string(ja) == string(jb)
 }

@@ -1,13 +1,11 @@
 package reporter_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -46,23 +44,6 @@ const (
 	staleness = 4 * interval
 )
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // node is one simulated control-plane node: a Node object, a socket folder
 // with one KMS v2 plugin (kms-1.sock) and a reporter process that sees the
 // folder as /var/run/kmsplugin.
@@ -71,7 +52,7 @@ type node struct {
 	dir      string
 	plugin   *kmstest.Plugin
 	reporter *devenv.Process
-	log      *syncBuffer
+	log      *devenv.SyncBuffer
 }
 
 func dyn(t testing.TB) dynamic.Interface {
@@ -110,7 +91,7 @@ func startNode(t *testing.T, name, kek string, target kmshealth.Target) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &node{name: name, dir: dir, log: &syncBuffer{}}
+	n := &node{name: name, dir: dir, log: &devenv.SyncBuffer{}}
 	if n.plugin, err = kmstest.Start(filepath.Join(dir, "kms-1.sock"), kek); err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +154,7 @@ func TestReportersAndAggregator(t *testing.T) {
 	ctx := context.Background()
 	target := kmshealth.DefaultTarget()
 	installCRD(t, target)
-	recLog := &syncBuffer{}
+	recLog := &devenv.SyncBuffer{}
 	rec, err := devenv.StartReconcile(ctx, binary, recLog, "--kubeconfig="+env.Kubeconfig, "--leader-elect=false",
 		"--kms-max-staleness="+staleness.String())
 	if err != nil {

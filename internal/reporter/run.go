@@ -2,14 +2,10 @@ package reporter
 
 import (
 	"context"
-	"flag"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
-	"os/signal"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,24 +27,12 @@ const jitter = 0.1
 // Main is `terraform-provider-kmshealth report [flags]`; it returns the
 // process exit code.
 func Main(version string, args []string) int {
-	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	var o Options
-	o.Bind(fs)
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if err := o.Validate(); err != nil {
-		fmt.Fprintf(os.Stderr, "report: invalid flags:\n%v\n", err)
+	if !incluster.ParseFlags("report", args, &o) {
 		return 2
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("component", "kmshealth-reporter", "version", version, "node", o.NodeName)
-	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer cancel()
-	if err := Run(ctx, o, version, log); err != nil {
-		log.Error("reporter stopped", "error", err.Error())
-		return 1
-	}
-	return 0
+	return incluster.RunUntilSignal(log, "reporter", func(ctx context.Context) error { return Run(ctx, o, version, log) })
 }
 
 // Reporter is one node's probe-and-write loop.

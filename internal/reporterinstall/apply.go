@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
@@ -22,25 +21,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 )
-
-// ErrForeignObject is wrapped when an object at one of the installation's
-// names exists and is not kmshealth's: it is never taken over or deleted.
-var ErrForeignObject = errors.New("object exists and is not managed by kmshealth")
-
-// refusal wraps an error found before the first write.
-type refusal struct{ err error }
-
-func (r refusal) Error() string { return r.err.Error() }
-func (r refusal) Unwrap() error { return r.err }
-
-// Refused reports whether err stopped Apply before it wrote anything.
-func Refused(err error) bool {
-	var r refusal
-	return errors.As(err, &r)
-}
 
 // Apply brings the cluster to c by server-side apply (field manager
 // kmshealth, forced, so an out-of-band change of one of our fields is
@@ -53,23 +36,17 @@ func Refused(err error) bool {
 func Apply(ctx context.Context, core kubernetes.Interface, dyn dynamic.Interface, c Config) error {
 	objs, err := Build(c)
 	if err != nil {
-		return refusal{err}
+		return install.Refuse(err)
 	}
 	live, err := Observe(ctx, core, dyn, c.Namespace, c.Name, c.Target)
 	if err != nil {
-		return refusal{err}
+		return install.Refuse(err)
 	}
 	if err := checkWritable(c, live); err != nil {
-		return refusal{err}
+		return install.Refuse(err)
 	}
 
-	opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
-	wrap := func(what string, err error) error {
-		if err != nil {
-			return fmt.Errorf("server-side apply of %s as %q: %w", what, FieldManager, err)
-		}
-		return nil
-	}
+	opts, wrap := install.ApplyOptions(), install.ApplyError
 	crds := dyn.Resource(kmshealth.CRDGVR)
 	switch {
 	case objs.CRD != nil:
@@ -141,27 +118,26 @@ func checkWritable(c Config, live *Live) error {
 		}
 	}
 	foreign := func(kind, name string, obj metav1.Object) {
-		if obj != nil && !Owned(obj, c.Namespace, c.Name) {
-			errs = append(errs, fmt.Errorf("%w: %s %s (it lacks the labels %s=%s, %s=%s, %s=%s); kmshealth will not take it over or delete it: delete or rename it, or choose another name",
-				ErrForeignObject, kind, name, cabundle.ManagedByLabel, cabundle.ManagedByValue, InstanceLabel, c.Name, NamespaceLabel, c.Namespace))
+		if err := owner(c.Namespace, c.Name).CheckOwned(kind, name, obj); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	foreign("ServiceAccount", c.Namespace+"/"+c.ServiceAccountName(), asObject(live.ServiceAccount))
-	foreign("ClusterRole", c.ClusterRoleName(), asObject(live.ClusterRole))
-	foreign("ClusterRoleBinding", c.ClusterRoleName(), asObject(live.ClusterRoleBinding))
-	foreign("DaemonSet", c.Namespace+"/"+c.Name, asObject(live.DaemonSet))
+	foreign("ServiceAccount", c.Namespace+"/"+c.ServiceAccountName(), install.AsObject(live.ServiceAccount))
+	foreign("ClusterRole", c.ClusterRoleName(), install.AsObject(live.ClusterRole))
+	foreign("ClusterRoleBinding", c.ClusterRoleName(), install.AsObject(live.ClusterRoleBinding))
+	foreign("DaemonSet", c.Namespace+"/"+c.Name, install.AsObject(live.DaemonSet))
 	if c.InstallCRD && live.CRD != nil {
 		switch {
 		case !live.CRDInstalled():
 			errs = append(errs, fmt.Errorf("%w: CustomResourceDefinition %s exists and this kmshealth_reporter did not install it (it lacks the labels %s=%s, %s=%s, %s=%s): set install_crd = false to report to it as it is",
-				ErrForeignObject, kmshealth.CRDName, NameLabel, NameValue, InstanceLabel, c.Name, NamespaceLabel, c.Namespace))
+				install.ErrForeignObject, kmshealth.CRDName, install.NameLabel, NameValue, install.InstanceLabel, c.Name, NamespaceLabel, c.Namespace))
 		case live.CRD.GetDeletionTimestamp() != nil:
 			errs = append(errs, fmt.Errorf("CustomResourceDefinition %s is being deleted: wait until it is gone, then apply again", kmshealth.CRDName))
 		}
 	}
 	if c.CreatesObject() && live.Object != nil && !live.ObjectCreated() {
 		errs = append(errs, fmt.Errorf("%w: %s exists and this kmshealth_reporter did not create it: set install_crd = false to report to it as it is, or choose another target name",
-			ErrForeignObject, c.Target))
+			install.ErrForeignObject, c.Target))
 	}
 	return errors.Join(errs...)
 }
@@ -208,16 +184,6 @@ func crdListWatch(dyn dynamic.Interface, name string) *cache.ListWatch {
 	}
 }
 
-// deleteObject deletes name if it still has uid; gone is fine.
-func deleteObject(ctx context.Context, what string, fn func(context.Context, string, metav1.DeleteOptions) error, name string, uid types.UID) error {
-	background := metav1.DeletePropagationBackground
-	err := fn(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: &background})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete %s: %w", what, err)
-	}
-	return nil
-}
-
 // Deleted is what Delete did beyond removing the installation's objects.
 type Deleted struct {
 	// Conditions are the condition types removed from the target.
@@ -244,14 +210,14 @@ func Delete(ctx context.Context, core kubernetes.Interface, dyn dynamic.Interfac
 		if !live.owned(obj) {
 			return
 		}
-		errs = append(errs, deleteObject(ctx, what+" "+qualified(obj), fn, obj.GetName(), obj.GetUID()))
+		errs = append(errs, install.DeleteObject(ctx, what+" "+install.Qualified(obj), fn, obj.GetName(), obj.GetUID()))
 	}
 	// The DaemonSet first, then the permissions: a reporter still shutting
 	// down can no longer write a condition after they are removed below.
-	del("DaemonSet", asObject(live.DaemonSet), core.AppsV1().DaemonSets(namespace).Delete)
-	del("ClusterRoleBinding", asObject(live.ClusterRoleBinding), core.RbacV1().ClusterRoleBindings().Delete)
-	del("ClusterRole", asObject(live.ClusterRole), core.RbacV1().ClusterRoles().Delete)
-	del("ServiceAccount", asObject(live.ServiceAccount), core.CoreV1().ServiceAccounts(namespace).Delete)
+	del("DaemonSet", install.AsObject(live.DaemonSet), core.AppsV1().DaemonSets(namespace).Delete)
+	del("ClusterRoleBinding", install.AsObject(live.ClusterRoleBinding), core.RbacV1().ClusterRoleBindings().Delete)
+	del("ClusterRole", install.AsObject(live.ClusterRole), core.RbacV1().ClusterRoles().Delete)
+	del("ServiceAccount", install.AsObject(live.ServiceAccount), core.CoreV1().ServiceAccounts(namespace).Delete)
 	if err := errors.Join(errs...); err != nil {
 		return out, err
 	}
@@ -266,7 +232,7 @@ func Delete(ctx context.Context, core kubernetes.Interface, dyn dynamic.Interfac
 	}
 	if live.ObjectCreated() {
 		obj := live.Object
-		if err := deleteObject(ctx, "target "+live.Target.String(), dynamicDelete(dyn, live.Target.GVR()), obj.GetName(), obj.GetUID()); err != nil {
+		if err := install.DeleteObject(ctx, "target "+live.Target.String(), dynamicDelete(dyn, live.Target.GVR()), obj.GetName(), obj.GetUID()); err != nil {
 			return out, err
 		}
 	}
@@ -282,7 +248,7 @@ func Delete(ctx context.Context, core kubernetes.Interface, dyn dynamic.Interfac
 			kmshealth.CRDName, kmshealth.Kind, strings.Join(others, ", ")))
 		return out, nil
 	}
-	if err := deleteObject(ctx, "CustomResourceDefinition "+kmshealth.CRDName, dynamicDelete(dyn, kmshealth.CRDGVR), kmshealth.CRDName, live.CRD.GetUID()); err != nil {
+	if err := install.DeleteObject(ctx, "CustomResourceDefinition "+kmshealth.CRDName, dynamicDelete(dyn, kmshealth.CRDGVR), kmshealth.CRDName, live.CRD.GetUID()); err != nil {
 		return out, err
 	}
 	return out, WaitForCRDGone(ctx, dyn, kmshealth.CRDName)
@@ -343,16 +309,9 @@ func WaitForCRDGone(ctx context.Context, dyn dynamic.Interface, name string) err
 	return err
 }
 
-// dynamicDelete adapts a dynamic client's Delete to deleteObject.
+// dynamicDelete adapts a dynamic client's Delete to install.DeleteObject.
 func dynamicDelete(dyn dynamic.Interface, gvr schema.GroupVersionResource) func(context.Context, string, metav1.DeleteOptions) error {
 	return func(ctx context.Context, name string, o metav1.DeleteOptions) error {
 		return dyn.Resource(gvr).Delete(ctx, name, o)
 	}
-}
-
-func qualified(obj metav1.Object) string {
-	if obj.GetNamespace() == "" {
-		return obj.GetName()
-	}
-	return obj.GetNamespace() + "/" + obj.GetName()
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
 )
@@ -282,10 +283,10 @@ func TestApplyRefuses(t *testing.T) {
 	createNamespace(t, core, "rep-restricted", map[string]string{"pod-security.kubernetes.io/enforce": "baseline"})
 	c := DefaultConfig("rep-restricted", "test")
 	err := Apply(ctx, core, dyn, c)
-	if !Refused(err) || !strings.Contains(err.Error(), `namespace "rep-restricted" enforces the "baseline" Pod Security Standard`) {
+	if !install.Refused(err) || !strings.Contains(err.Error(), `namespace "rep-restricted" enforces the "baseline" Pod Security Standard`) {
 		t.Errorf("Apply into a baseline namespace: %v", err)
 	}
-	if err := Apply(ctx, core, dyn, DefaultConfig("rep-missing", "test")); !Refused(err) || !strings.Contains(err.Error(), `namespace "rep-missing" not found`) {
+	if err := Apply(ctx, core, dyn, DefaultConfig("rep-missing", "test")); !install.Refused(err) || !strings.Contains(err.Error(), `namespace "rep-missing" not found`) {
 		t.Errorf("Apply into a missing namespace: %v", err)
 	}
 
@@ -308,7 +309,7 @@ func TestApplyRefuses(t *testing.T) {
 	})
 	c = DefaultConfig("rep-foreign", "test")
 	err = Apply(ctx, core, dyn, c)
-	if !errors.Is(err, ErrForeignObject) || !strings.Contains(err.Error(), "ServiceAccount rep-foreign/kmshealth-reporter") ||
+	if !errors.Is(err, install.ErrForeignObject) || !strings.Contains(err.Error(), "ServiceAccount rep-foreign/kmshealth-reporter") ||
 		!strings.Contains(err.Error(), "CustomResourceDefinition kmshealths.kmshealth.io exists and this kmshealth_reporter did not install it") {
 		t.Fatalf("Apply over foreign objects: %v", err)
 	}

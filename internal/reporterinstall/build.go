@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -145,33 +144,6 @@ func (c Config) Args() []string {
 	return args
 }
 
-// resources returns the container's requests and limits, nil for none (an
-// empty struct would not round-trip through managedFields); the quantities
-// were validated.
-func (c Config) resources() *corev1ac.ResourceRequirementsApplyConfiguration {
-	requests, limits := corev1.ResourceList{}, corev1.ResourceList{}
-	if c.CPURequest != "" {
-		requests[corev1.ResourceCPU] = resource.MustParse(c.CPURequest)
-	}
-	if c.MemoryRequest != "" {
-		requests[corev1.ResourceMemory] = resource.MustParse(c.MemoryRequest)
-	}
-	if c.MemoryLimit != "" {
-		limits[corev1.ResourceMemory] = resource.MustParse(c.MemoryLimit)
-	}
-	if len(requests)+len(limits) == 0 {
-		return nil
-	}
-	r := corev1ac.ResourceRequirements()
-	if len(requests) > 0 {
-		r.WithRequests(requests)
-	}
-	if len(limits) > 0 {
-		r.WithLimits(limits)
-	}
-	return r
-}
-
 // securityContext is as tight as a reporter that must open root-owned
 // sockets can be: no privilege escalation, no capabilities at all (uid 0
 // without CAP_DAC_OVERRIDE opens only what root owns), a read-only root
@@ -251,7 +223,7 @@ func BuildDaemonSet(c Config) *appsv1ac.DaemonSetApplyConfiguration {
 			corev1ac.VolumeMount().WithName(serviceAccountMount).WithMountPath(ServiceAccountMountPath).WithReadOnly(true),
 		).
 		WithSecurityContext(c.securityContext())
-	if r := c.resources(); r != nil {
+	if r := c.ResourceRequirements(); r != nil {
 		container.WithResources(r)
 	}
 	podSC := corev1ac.PodSecurityContext().WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 )
 
@@ -236,13 +237,13 @@ func TestBuildCRDAndObject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.CRD == nil || o.CRD.GetName() != kmshealth.CRDName || o.CRD.GetLabels()[InstanceLabel] != DefaultName || o.CRD.GetLabels()[NamespaceLabel] != "kube-system" {
+	if o.CRD == nil || o.CRD.GetName() != kmshealth.CRDName || o.CRD.GetLabels()[install.InstanceLabel] != DefaultName || o.CRD.GetLabels()[NamespaceLabel] != "kube-system" {
 		t.Fatalf("CRD %v", o.CRD)
 	}
 	if o.Object == nil || o.Object.GetName() != "cluster" || o.Object.GetKind() != "KMSHealth" || o.Object.GetAPIVersion() != "kmshealth.io/v1alpha1" {
 		t.Fatalf("object %v", o.Object)
 	}
-	if kmshealth.CRD().GetLabels()[InstanceLabel] != "" {
+	if kmshealth.CRD().GetLabels()[install.InstanceLabel] != "" {
 		t.Error("BuildCRD changed the embedded CRD")
 	}
 	c := testConfig()
@@ -336,15 +337,15 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// TestParseID checks what is the reporter's own; install.ParseID is
+// tested in its package.
 func TestParseID(t *testing.T) {
 	ns, name, err := ParseID("kube-system/kmshealth-reporter")
 	if err != nil || ns != "kube-system" || name != "kmshealth-reporter" {
 		t.Errorf("ParseID: %q %q %v", ns, name, err)
 	}
 	for id, want := range map[string]string{
-		"kmshealth-reporter":   "want <namespace>/<name>",
-		"a/b/c":                "want <namespace>/<name>",
-		"Kube/kmshealth":       "namespace: ",
+		"kmshealth-reporter":   "e.g. kube-system/kmshealth-reporter",
 		"kube-system/Reporter": "name: ",
 	} {
 		if _, _, err := ParseID(id); err == nil || !strings.Contains(err.Error(), want) {

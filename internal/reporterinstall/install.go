@@ -12,23 +12,19 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconcilerinstall"
 )
 
 // Names and values shared with the provider, the docs and the tests.
 const (
 	// DefaultName is the default name of the ServiceAccount and DaemonSet.
 	DefaultName = "kmshealth-reporter"
-	// FieldManager writes every object, as for all kmshealth resources.
-	FieldManager = cabundle.DefaultFieldManager
 	// ContainerName is the reporter's container in the DaemonSet.
 	ContainerName = "reporter"
 	// HealthPort serves /healthz (the report mode's default
@@ -58,13 +54,10 @@ const (
 	DefaultMemoryRequest = "32Mi"
 	DefaultMemoryLimit   = "128Mi"
 
-	// NameLabel/NameValue, InstanceLabel (= Config.Name) and NamespaceLabel
-	// (= Config.Namespace), with cabundle.ManagedByLabel, mark every object
-	// of one installation.
-	NameLabel      = "app.kubernetes.io/name"
+	// NameValue (of install.NameLabel) and NamespaceLabel (= Config.Namespace)
+	// are the reporter's part of the labels that mark every object of one
+	// installation (see install.Owner).
 	NameValue      = "kmshealth-reporter"
-	InstanceLabel  = "app.kubernetes.io/instance"
-	ComponentLabel = "app.kubernetes.io/component"
 	NamespaceLabel = "kmshealth.io/reporter-namespace"
 
 	ComponentReporter = "reporter"
@@ -100,14 +93,14 @@ type Config struct {
 	RunAsUser         int64
 	RunAsGroup        int64
 	PriorityClassName string // "" for none
-	CPURequest        string // quantities, "" for none
-	MemoryRequest     string
-	MemoryLimit       string
+	// Resources are the container's requests and limits.
+	install.Resources
 }
 
-// DefaultImage is the image of the provider binary of version, the same as
-// the reconciler's.
-func DefaultImage(version string) string { return reconcilerinstall.DefaultImage(version) }
+// DefaultResources are the reporter container's requests and limits.
+func DefaultResources() install.Resources {
+	return install.Resources{CPURequest: DefaultCPURequest, MemoryRequest: DefaultMemoryRequest, MemoryLimit: DefaultMemoryLimit}
+}
 
 // DefaultNodeSelector selects the control-plane nodes.
 func DefaultNodeSelector() map[string]string { return map[string]string{ControlPlaneLabel: ""} }
@@ -122,7 +115,7 @@ func DefaultConfig(namespace, version string) Config {
 	return Config{
 		Namespace:         namespace,
 		Name:              DefaultName,
-		Image:             DefaultImage(version),
+		Image:             install.DefaultImage(version),
 		SocketDir:         kmshealth.SocketDir,
 		Interval:          kmshealth.DefaultInterval,
 		ReadTimeout:       kmshealth.DefaultReadTimeout,
@@ -134,9 +127,7 @@ func DefaultConfig(namespace, version string) Config {
 		RunAsUser:         DefaultRunAsUser,
 		RunAsGroup:        DefaultRunAsUser,
 		PriorityClassName: DefaultPriorityClassName,
-		CPURequest:        DefaultCPURequest,
-		MemoryRequest:     DefaultMemoryRequest,
-		MemoryLimit:       DefaultMemoryLimit,
+		Resources:         DefaultResources(),
 	}
 }
 
@@ -254,13 +245,13 @@ func CheckInstallCRD(installCRD bool, t kmshealth.Target) error {
 // plan time, attribute by attribute.
 func (c Config) Validate() error {
 	var errs []error
-	for _, m := range validation.IsDNS1123Label(c.Namespace) {
+	for _, m := range install.ValidateNamespace(c.Namespace) {
 		errs = append(errs, fmt.Errorf("namespace %q: %s", c.Namespace, m))
 	}
 	for _, m := range ValidateName(c.Name) {
 		errs = append(errs, fmt.Errorf("name %q: %s", c.Name, m))
 	}
-	if err := reconcilerinstall.ValidateImage(c.Image); err != nil {
+	if err := install.ValidateImage(c.Image); err != nil {
 		errs = append(errs, fmt.Errorf("image: %w", err))
 	}
 	switch {
@@ -302,37 +293,16 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("priority_class_name %q: %s", c.PriorityClassName, m))
 		}
 	}
-	for what, q := range map[string]string{"cpu_request": c.CPURequest, "memory_request": c.MemoryRequest, "memory_limit": c.MemoryLimit} {
-		if err := reconcilerinstall.ValidateQuantity(q); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", what, err))
-		}
-	}
-	if err := reconcilerinstall.CheckMemory(c.MemoryRequest, c.MemoryLimit); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, c.Resources.Validate()...)
 	return errors.Join(errs...)
 }
 
 // ID is the import ID: <namespace>/<name>.
-func (c Config) ID() string { return c.Namespace + "/" + c.Name }
+func (c Config) ID() string { return install.ID(c.Namespace, c.Name) }
 
 // ParseID splits an import ID.
 func ParseID(id string) (namespace, name string, err error) {
-	ns, n, ok := strings.Cut(id, "/")
-	if !ok || strings.Contains(n, "/") {
-		return "", "", fmt.Errorf("import ID %q: want <namespace>/<name>, e.g. kube-system/%s", id, DefaultName)
-	}
-	var msgs []string
-	for _, m := range validation.IsDNS1123Label(ns) {
-		msgs = append(msgs, "namespace: "+m)
-	}
-	for _, m := range ValidateName(n) {
-		msgs = append(msgs, "name: "+m)
-	}
-	if len(msgs) > 0 {
-		return "", "", fmt.Errorf("import ID %q: %s", id, strings.Join(msgs, "; "))
-	}
-	return ns, n, nil
+	return install.ParseID(id, "kube-system/"+DefaultName, ValidateName)
 }
 
 // ServiceAccountName is the reporter's ServiceAccount in Namespace.
@@ -356,18 +326,17 @@ func (c Config) MountedSocketDir() string {
 // (a KMSHealth object next to the CRD it installs).
 func (c Config) CreatesObject() bool { return c.InstallCRD && c.Target.IsDefault() }
 
+// owner is the installation namespace/name, whose labels mark its objects.
+func owner(namespace, name string) install.Owner {
+	return install.Owner{App: NameValue, NamespaceLabel: NamespaceLabel, Namespace: namespace, Name: name}
+}
+
 // Labels are on every object of the installation.
 func (c Config) Labels(component string) map[string]string {
-	return map[string]string{
-		cabundle.ManagedByLabel: cabundle.ManagedByValue,
-		NameLabel:               NameValue,
-		InstanceLabel:           c.Name,
-		NamespaceLabel:          c.Namespace,
-		ComponentLabel:          component,
-	}
+	return owner(c.Namespace, c.Name).Labels(component)
 }
 
 // SelectorLabels select the reporter's pods.
 func (c Config) SelectorLabels() map[string]string {
-	return map[string]string{NameLabel: NameValue, InstanceLabel: c.Name}
+	return owner(c.Namespace, c.Name).SelectorLabels()
 }

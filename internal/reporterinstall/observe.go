@@ -11,7 +11,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,7 +20,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reporter"
 )
@@ -44,18 +43,6 @@ type Live struct {
 	namespace, name string
 }
 
-// get returns the object, nil when it does not exist.
-func get[T any](ctx context.Context, what string, fn func(context.Context, string, metav1.GetOptions) (*T, error), name string) (*T, error) {
-	obj, err := fn(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s %s: %w", what, name, err)
-	}
-	return obj, nil
-}
-
 // Observe reads the installation namespace/name and its target object: six
 // GETs and one with the dynamic client; no discovery, no watch. A zero
 // target means the one the live DaemonSet reports to (for import), or the
@@ -64,22 +51,22 @@ func Observe(ctx context.Context, core kubernetes.Interface, dyn dynamic.Interfa
 	c := Config{Namespace: namespace, Name: name}
 	l := &Live{namespace: namespace, name: name}
 	var err error
-	if l.Namespace, err = get(ctx, "Namespace", core.CoreV1().Namespaces().Get, namespace); err != nil {
+	if l.Namespace, err = install.Get(ctx, "Namespace", core.CoreV1().Namespaces().Get, namespace); err != nil {
 		return nil, err
 	}
-	if l.ServiceAccount, err = get(ctx, "ServiceAccount "+namespace+"/", core.CoreV1().ServiceAccounts(namespace).Get, c.ServiceAccountName()); err != nil {
+	if l.ServiceAccount, err = install.Get(ctx, "ServiceAccount "+namespace+"/", core.CoreV1().ServiceAccounts(namespace).Get, c.ServiceAccountName()); err != nil {
 		return nil, err
 	}
-	if l.ClusterRole, err = get(ctx, "ClusterRole", core.RbacV1().ClusterRoles().Get, c.ClusterRoleName()); err != nil {
+	if l.ClusterRole, err = install.Get(ctx, "ClusterRole", core.RbacV1().ClusterRoles().Get, c.ClusterRoleName()); err != nil {
 		return nil, err
 	}
-	if l.ClusterRoleBinding, err = get(ctx, "ClusterRoleBinding", core.RbacV1().ClusterRoleBindings().Get, c.ClusterRoleName()); err != nil {
+	if l.ClusterRoleBinding, err = install.Get(ctx, "ClusterRoleBinding", core.RbacV1().ClusterRoleBindings().Get, c.ClusterRoleName()); err != nil {
 		return nil, err
 	}
-	if l.DaemonSet, err = get(ctx, "DaemonSet "+namespace+"/", core.AppsV1().DaemonSets(namespace).Get, name); err != nil {
+	if l.DaemonSet, err = install.Get(ctx, "DaemonSet "+namespace+"/", core.AppsV1().DaemonSets(namespace).Get, name); err != nil {
 		return nil, err
 	}
-	if l.CRD, err = get(ctx, "CustomResourceDefinition", dynamicGet(dyn, kmshealth.CRDGVR), kmshealth.CRDName); err != nil {
+	if l.CRD, err = install.Get(ctx, "CustomResourceDefinition", dynamicGet(dyn, kmshealth.CRDGVR), kmshealth.CRDName); err != nil {
 		return nil, err
 	}
 	l.Target = target
@@ -89,58 +76,32 @@ func Observe(ctx context.Context, core kubernetes.Interface, dyn dynamic.Interfa
 			l.Target = lc.Target
 		}
 	}
-	if l.Object, err = get(ctx, "target", dynamicGet(dyn, l.Target.GVR()), l.Target.Name); err != nil {
+	if l.Object, err = install.Get(ctx, "target", dynamicGet(dyn, l.Target.GVR()), l.Target.Name); err != nil {
 		return nil, err
 	}
 	return l, nil
 }
 
-// dynamicGet adapts a dynamic client's Get to get.
+// dynamicGet adapts a dynamic client's Get to install.Get.
 func dynamicGet(dyn dynamic.Interface, gvr schema.GroupVersionResource) func(context.Context, string, metav1.GetOptions) (*unstructured.Unstructured, error) {
 	return func(ctx context.Context, name string, o metav1.GetOptions) (*unstructured.Unstructured, error) {
 		return dyn.Resource(gvr).Get(ctx, name, o)
 	}
 }
 
-// Owned reports whether obj belongs to the installation namespace/name: it
-// carries its labels or, when someone removed the labels, kmshealth's apply
-// entry in managedFields (and no other installation's labels).
-func Owned(obj metav1.Object, namespace, name string) bool {
-	l := obj.GetLabels()
-	if l[cabundle.ManagedByLabel] == cabundle.ManagedByValue && l[NameLabel] == NameValue {
-		return l[InstanceLabel] == name && l[NamespaceLabel] == namespace
-	}
-	for _, mf := range obj.GetManagedFields() {
-		if mf.Manager == FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply {
-			return true
-		}
-	}
-	return false
-}
+// Owned reports whether obj belongs to the installation namespace/name
+// (see install.Owner.Owns).
+func Owned(obj metav1.Object, namespace, name string) bool { return owner(namespace, name).Owns(obj) }
 
 // OwnsShared is stricter, for the CRD and the target object, which other
 // kmshealth users (a kubectl apply of crd.yaml, another installation) may
 // also write as "kmshealth": only this installation's labels count, so
 // nobody else's CRD is ever deleted on a guess.
 func OwnsShared(obj metav1.Object, namespace, name string) bool {
-	l := obj.GetLabels()
-	return l[cabundle.ManagedByLabel] == cabundle.ManagedByValue && l[NameLabel] == NameValue &&
-		l[InstanceLabel] == name && l[NamespaceLabel] == namespace
+	return owner(namespace, name).Labelled(obj)
 }
 
 func (l *Live) owned(obj metav1.Object) bool { return obj != nil && Owned(obj, l.namespace, l.name) }
-
-// asObject turns a typed nil pointer into a nil interface, so "missing"
-// stays nil.
-func asObject[T any, P interface {
-	*T
-	metav1.Object
-}](p P) metav1.Object {
-	if p == nil {
-		return nil
-	}
-	return p
-}
 
 // CRDInstalled reports whether the KMSHealth CRD exists and this
 // installation installed it.
@@ -156,12 +117,12 @@ func (l *Live) ObjectCreated() bool {
 
 // Installed reports whether the installation's DaemonSet exists and is
 // kmshealth's: without it there is no reporter to speak of.
-func (l *Live) Installed() bool { return l.owned(asObject(l.DaemonSet)) }
+func (l *Live) Installed() bool { return l.owned(install.AsObject(l.DaemonSet)) }
 
 // Exists reports whether any object of the installation is left, so a
 // partly deleted installation is repaired, not forgotten.
 func (l *Live) Exists() bool {
-	return l.owned(asObject(l.ServiceAccount)) || l.owned(asObject(l.ClusterRole)) || l.owned(asObject(l.ClusterRoleBinding)) ||
+	return l.owned(install.AsObject(l.ServiceAccount)) || l.owned(install.AsObject(l.ClusterRole)) || l.owned(install.AsObject(l.ClusterRoleBinding)) ||
 		l.Installed() || l.CRDInstalled() || l.ObjectCreated()
 }
 
@@ -220,9 +181,7 @@ func (l *Live) Config() (c Config, ok bool) {
 			c.RunAsGroup = *sc.RunAsGroup
 		}
 	}
-	c.CPURequest = quantity(ct.Resources.Requests, corev1.ResourceCPU)
-	c.MemoryRequest = quantity(ct.Resources.Requests, corev1.ResourceMemory)
-	c.MemoryLimit = quantity(ct.Resources.Limits, corev1.ResourceMemory)
+	c.Resources = install.ResourcesOf(ct.Resources)
 	o, err := ParseArgs(ct.Args)
 	if err != nil {
 		return c, false
@@ -237,42 +196,24 @@ func (l *Live) Config() (c Config, ok bool) {
 	return c, true
 }
 
-func quantity(list corev1.ResourceList, name corev1.ResourceName) string {
-	if q, ok := list[name]; ok {
-		return q.String()
-	}
-	return ""
-}
-
 // Drift lists the objects that are not as o would write them: missing, not
 // kmshealth's, or with a field kmshealth applied now changed or owned by
 // another field manager (a `kubectl edit`). Empty means an apply would
 // change nothing. Fields other managers added are not drift: server-side
 // apply leaves them alone.
 func (l *Live) Drift(o Objects) []string {
-	var drift []string
-	check := func(what string, exists, owned bool, extract func() (any, error), want any) {
-		switch {
-		case !exists:
-			drift = append(drift, what+" is missing")
-		case !owned:
-			drift = append(drift, what+" is not managed by kmshealth")
-		default:
-			got, err := extract()
-			if err != nil || !sameJSON(got, want) {
-				drift = append(drift, what+" was changed")
-			}
-		}
-	}
+	const fieldManager = install.FieldManager
+	var drift install.Drift
+	check := drift.Check
 	ns, name := l.namespace, l.name
-	check("ServiceAccount "+ns+"/"+*o.ServiceAccount.Name, l.ServiceAccount != nil, l.owned(asObject(l.ServiceAccount)),
-		func() (any, error) { return corev1ac.ExtractServiceAccount(l.ServiceAccount, FieldManager) }, o.ServiceAccount)
-	check("ClusterRole "+*o.ClusterRole.Name, l.ClusterRole != nil, l.owned(asObject(l.ClusterRole)),
-		func() (any, error) { return rbacv1ac.ExtractClusterRole(l.ClusterRole, FieldManager) }, o.ClusterRole)
-	check("ClusterRoleBinding "+*o.ClusterRoleBinding.Name, l.ClusterRoleBinding != nil, l.owned(asObject(l.ClusterRoleBinding)),
-		func() (any, error) { return rbacv1ac.ExtractClusterRoleBinding(l.ClusterRoleBinding, FieldManager) }, o.ClusterRoleBinding)
+	check("ServiceAccount "+ns+"/"+*o.ServiceAccount.Name, l.ServiceAccount != nil, l.owned(install.AsObject(l.ServiceAccount)),
+		func() (any, error) { return corev1ac.ExtractServiceAccount(l.ServiceAccount, fieldManager) }, o.ServiceAccount)
+	check("ClusterRole "+*o.ClusterRole.Name, l.ClusterRole != nil, l.owned(install.AsObject(l.ClusterRole)),
+		func() (any, error) { return rbacv1ac.ExtractClusterRole(l.ClusterRole, fieldManager) }, o.ClusterRole)
+	check("ClusterRoleBinding "+*o.ClusterRoleBinding.Name, l.ClusterRoleBinding != nil, l.owned(install.AsObject(l.ClusterRoleBinding)),
+		func() (any, error) { return rbacv1ac.ExtractClusterRoleBinding(l.ClusterRoleBinding, fieldManager) }, o.ClusterRoleBinding)
 	check("DaemonSet "+ns+"/"+name, l.DaemonSet != nil, l.Installed(),
-		func() (any, error) { return appsv1ac.ExtractDaemonSet(l.DaemonSet, FieldManager) }, o.DaemonSet)
+		func() (any, error) { return appsv1ac.ExtractDaemonSet(l.DaemonSet, fieldManager) }, o.DaemonSet)
 	if o.CRD != nil {
 		what := "CustomResourceDefinition " + kmshealth.CRDName
 		switch {
@@ -296,14 +237,6 @@ func (l *Live) Drift(o Objects) []string {
 		}
 	}
 	return drift
-}
-
-// sameJSON compares two apply configurations by their serialized form,
-// which is what the API server would receive.
-func sameJSON(a, b any) bool {
-	ja, err1 := json.Marshal(a)
-	jb, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && string(ja) == string(jb)
 }
 
 // contains reports whether got holds every field of want with the same
@@ -352,7 +285,7 @@ func containsNormalized(got, want any) bool {
 			}
 		}
 		if !objects {
-			return sameJSON(g, w)
+			return install.SameJSON(g, w)
 		}
 		for _, we := range w {
 			if !slices.ContainsFunc(g, func(ge any) bool { return containsNormalized(ge, we) }) {
@@ -361,7 +294,7 @@ func containsNormalized(got, want any) bool {
 		}
 		return true
 	default:
-		return sameJSON(got, want)
+		return install.SameJSON(got, want)
 	}
 }
 

@@ -26,7 +26,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
@@ -298,19 +297,7 @@ func kmsHealth(ctx context.Context, cli *devenv.CLI, env *testenv.Env, bin strin
 func waitDegraded(ctx context.Context, dyn dynamic.Interface, want metav1.ConditionStatus) error {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	t := kmshealth.DefaultTarget()
-	err := kmshealth.WaitFor(ctx, dyn, t.GVR(), t.Name, func(u *unstructured.Unstructured) bool {
-		for _, c := range kmshealth.Conditions(u) {
-			if c.Type == kmshealth.DegradedCondition {
-				return c.Status == want
-			}
-		}
-		return false
-	})
-	if err != nil {
-		return fmt.Errorf("KMSPluginsDegraded=%s: %w", want, err)
-	}
-	return nil
+	return kmshealth.WaitForCondition(ctx, dyn, kmshealth.DefaultTarget(), kmshealth.DegradedCondition, want)
 }
 
 // showKMSHealth prints the conditions on the KMSHealth object, as

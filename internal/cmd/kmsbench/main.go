@@ -27,7 +27,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -265,18 +264,7 @@ func (b *bench) aggregator(ctx context.Context) error {
 func (b *bench) waitDegraded(ctx context.Context, want metav1.ConditionStatus) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	err := kmshealth.WaitFor(ctx, b.dyn, b.target.GVR(), b.target.Name, func(u *unstructured.Unstructured) bool {
-		for _, c := range kmshealth.Conditions(u) {
-			if c.Type == kmshealth.DegradedCondition {
-				return c.Status == want
-			}
-		}
-		return false
-	})
-	if err != nil {
-		return fmt.Errorf("KMSPluginsDegraded=%s: %w", want, err)
-	}
-	return nil
+	return kmshealth.WaitForCondition(ctx, b.dyn, b.target, kmshealth.DegradedCondition, want)
 }
 
 // (d) data-source read.
