@@ -40,6 +40,10 @@ resource "kmshealth_reconciler" "this" {
   create_namespace  = var.create_reconciler_namespace
   ca_bundle_sources = [kmshealth_apiservice_cabundle.this.ca_bundle_source]
   image             = var.reconciler_image
+
+  # The KMS health aggregator rolls up what the reporter below writes.
+  kms_target        = kmshealth_reporter.this.target
+  kms_max_staleness = var.kms_max_staleness
 }
 
 # KMS v2 plugin health: a reporter on every control-plane node probes each

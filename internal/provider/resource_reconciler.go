@@ -26,6 +26,7 @@ import (
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconcilerinstall"
 )
 
@@ -54,6 +55,8 @@ type reconcilerModel struct {
 	Image           types.String   `tfsdk:"image"`
 	Replicas        types.Int64    `tfsdk:"replicas"`
 	CABundleSources types.Set      `tfsdk:"ca_bundle_sources"`
+	KMSTarget       types.String   `tfsdk:"kms_target"`
+	KMSMaxStaleness types.String   `tfsdk:"kms_max_staleness"`
 	WaitForRollout  types.Bool     `tfsdk:"wait_for_rollout"`
 	ServiceAccount  types.String   `tfsdk:"service_account"`
 	ClusterRole     types.String   `tfsdk:"cluster_role"`
@@ -74,8 +77,19 @@ func (m *reconcilerModel) config(ctx context.Context) (reconcilerinstall.Config,
 		Replicas:        int32(m.Replicas.ValueInt64()), // validated: 1 to MaxInt32
 		Resources:       m.resources(),
 	}
+	var diags diag.Diagnostics
+	if t, err := kmshealth.ParseTarget(m.KMSTarget.ValueString()); err != nil {
+		diags.AddAttributeError(path.Root("kms_target"), "Invalid target", err.Error())
+	} else {
+		c.KMSTarget = t
+	}
+	if d, err := time.ParseDuration(m.KMSMaxStaleness.ValueString()); err != nil {
+		diags.AddAttributeError(path.Root("kms_max_staleness"), "Invalid duration", err.Error())
+	} else {
+		c.KMSMaxStaleness = d
+	}
 	var sources []string
-	diags := m.CABundleSources.ElementsAs(ctx, &sources, false)
+	diags.Append(m.CABundleSources.ElementsAs(ctx, &sources, false)...)
 	for _, v := range sources {
 		s, err := cabundle.ParseSource(v)
 		if err != nil {
@@ -163,6 +177,23 @@ func (r *reconcilerResource) Schema(ctx context.Context, _ resource.SchemaReques
 					"`resourceNames`) and nothing else; an APIService whose source is missing here cannot be reconciled " +
 					"(the reconciler reports a Forbidden error).",
 				Validators: []validator.Set{setvalidator.ValueStringsAre(caBundleSource{})},
+			},
+			"kms_target": schema.StringAttribute{
+				Optional: true, Computed: true,
+				Default: stringdefault.StaticString(kmshealth.DefaultTarget().String()),
+				MarkdownDescription: "Where the KMS health aggregator rolls the reporters' conditions up into `KMSPluginsDegraded`, as " +
+					"`<group>/<version>/<resource>/<name>`: the same value as the `target` of `kmshealth_reporter`. Default " +
+					"`" + kmshealth.DefaultTarget().String() + "`. The ClusterRole may read and watch exactly this object and " +
+					"patch only its `status`.",
+				Validators: []validator.String{targetString},
+			},
+			"kms_max_staleness": schema.StringAttribute{
+				Optional: true, Computed: true,
+				Default: stringdefault.StaticString(reconcilerinstall.DefaultKMSMaxStaleness.String()),
+				MarkdownDescription: "How old a node's last KMS plugin check may be before the aggregator counts it as stale: " +
+					"4 × the `probe_interval` of `kmshealth_reporter`. Default `" + reconcilerinstall.DefaultKMSMaxStaleness.String() +
+					"` for the reporter's default 30s.",
+				Validators: []validator.String{goDuration{min: time.Second}},
 			},
 			"cpu_request":    cpuRequest,
 			"memory_request": memoryRequest,
@@ -296,6 +327,12 @@ func (r *reconcilerResource) Read(ctx context.Context, req resource.ReadRequest,
 	if live.Installed() {
 		state.Image = types.StringValue(got.Image)
 		state.Replicas = types.Int64Value(int64(got.Replicas))
+		if got.KMSTarget != (kmshealth.Target{}) {
+			state.KMSTarget = types.StringValue(got.KMSTarget.String())
+		}
+		if got.KMSMaxStaleness > 0 {
+			state.KMSMaxStaleness = liveDuration(state.KMSMaxStaleness, got.KMSMaxStaleness)
+		}
 		state.setLiveResources(got.Resources)
 	}
 	sources := make([]string, len(got.Sources))

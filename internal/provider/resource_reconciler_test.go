@@ -34,6 +34,7 @@ import (
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconcilerinstall"
 )
 
@@ -59,6 +60,31 @@ func mustCreateSecret(t *testing.T, namespace, name string, data map[string][]by
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkKMSArgs asserts the aggregator's flags in the Deployment and the
+// ClusterRole's access to the KMS target's status.
+func checkKMSArgs(namespace, name, target, staleness string) resource.TestCheckFunc {
+	return func(st *terraform.State) error {
+		d, err := getDeployment(namespace, name)
+		if err != nil {
+			return err
+		}
+		args := d.Spec.Template.Spec.Containers[0].Args
+		if !slices.Contains(args, "--kms-target="+target) || !slices.Contains(args, "--kms-max-staleness="+staleness) {
+			return fmt.Errorf("args %q: want --kms-target=%s and --kms-max-staleness=%s", args, target, staleness)
+		}
+		t, err := kmshealth.ParseTarget(target)
+		if err != nil {
+			return err
+		}
+		other := t
+		other.Name += "-other"
+		status := func(t kmshealth.Target) authorizationv1.ResourceAttributes {
+			return authorizationv1.ResourceAttributes{Verb: "patch", Group: t.Group, Resource: t.Resource, Subresource: "status", Name: t.Name}
+		}
+		return checkAccess(namespace, name, []authorizationv1.ResourceAttributes{status(t)}, []authorizationv1.ResourceAttributes{status(other)})(st)
 	}
 }
 
@@ -147,8 +173,9 @@ func checkDeploymentSpec(namespace, name, image string, replicas int32) resource
 		if ct.Name != "reconciler" || ct.Image != image {
 			fail("container %q image %q, want reconciler %q", ct.Name, ct.Image, image)
 		}
+		// The two --kms-* flags that follow are checked by checkKMSArgs.
 		wantArgs := []string{"reconcile", "--namespace=$(POD_NAMESPACE)", "--leader-elect=true", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"}
-		if !slices.Equal(ct.Args, wantArgs) {
+		if len(ct.Args) != len(wantArgs)+2 || !slices.Equal(ct.Args[:len(wantArgs)], wantArgs) {
 			fail("args %q, want %q", ct.Args, wantArgs)
 		}
 		if len(ct.Env) != 1 || ct.Env[0].Name != "POD_NAMESPACE" || ct.Env[0].ValueFrom == nil || ct.Env[0].ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
@@ -481,6 +508,8 @@ func TestAccReconciler_update(t *testing.T) {
   cpu_request       = "0.05"
   memory_request    = "64Mi"
   memory_limit      = "0.25Gi"
+  kms_target        = "operator.openshift.io/v1/kubeapiservers/cluster"
+  kms_max_staleness = "4m"
 `, ns, nsA))
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6,
@@ -497,6 +526,9 @@ func TestAccReconciler_update(t *testing.T) {
 					checkSourcesRole(nsB, name, map[string][]string{"secrets": {"three"}}),
 					checkAccess(ns, name, secretAccess(nsB, "three"), nil),
 					checkDeploymentSpec(ns, name, install.DefaultImage("test"), 2),
+					resource.TestCheckResourceAttr(reconcilerAddr, "kms_target", "kmshealth.io/v1alpha1/kmshealths/cluster"),
+					resource.TestCheckResourceAttr(reconcilerAddr, "kms_max_staleness", "2m0s"),
+					checkKMSArgs(ns, name, "kmshealth.io/v1alpha1/kmshealths/cluster", "2m0s"),
 				),
 			},
 			{
@@ -507,6 +539,8 @@ func TestAccReconciler_update(t *testing.T) {
 					checkNoSourcesRole(nsB, name),
 					checkAccess(ns, name, secretAccess(nsA, "four"), append(secretAccess(nsB, "three"), secretAccess(nsA, "one")...)),
 					checkDeploymentSpec(ns, name, "registry.example.com/mirror/kmshealth:v9", 1),
+					resource.TestCheckResourceAttr(reconcilerAddr, "kms_max_staleness", "4m"),
+					checkKMSArgs(ns, name, "operator.openshift.io/v1/kubeapiservers/cluster", "4m0s"),
 					func(*terraform.State) error {
 						d, err := getDeployment(ns, name)
 						if err != nil {
@@ -525,7 +559,7 @@ func TestAccReconciler_update(t *testing.T) {
 			{
 				ResourceName: reconcilerAddr, ImportState: true, ImportStateId: ns + "/" + name, ImportStateVerify: true,
 				// The import reads the canonical form of the quantities.
-				ImportStateVerifyIgnore: []string{"cpu_request", "memory_limit"},
+				ImportStateVerifyIgnore: []string{"cpu_request", "memory_limit", "kms_max_staleness"},
 			},
 		},
 	})

@@ -91,20 +91,25 @@ func (c Config) subject() *rbacv1ac.SubjectApplyConfiguration {
 // Nothing about Secrets or ConfigMaps: those are granted per object by the
 // sources Roles.
 func BuildClusterRole(c Config) *rbacv1ac.ClusterRoleApplyConfiguration {
+	rules := []*rbacv1ac.PolicyRuleApplyConfiguration{
+		rbacv1ac.PolicyRule().WithAPIGroups(apiregv1.GroupName).WithResources("apiservices").WithVerbs("get", "list", "watch", "patch"),
+		rbacv1ac.PolicyRule().WithAPIGroups(corev1.GroupName).WithResources("events").WithVerbs("create", "patch"),
+		rbacv1ac.PolicyRule().WithAPIGroups(eventsv1.GroupName).WithResources("events").WithVerbs("create", "patch"),
+		rbacv1ac.PolicyRule().WithAPIGroups(corev1.GroupName).WithResources("nodes").WithVerbs("list", "watch"),
+	}
+	t := c.kmsTarget()
+	if t.IsDefault() {
+		// The aggregator watches the CRD so a cluster without it costs no polling.
+		rules = append(rules, rbacv1ac.PolicyRule().WithAPIGroups(kmshealth.CRDGVR.Group).WithResources(kmshealth.CRDGVR.Resource).
+			WithResourceNames(kmshealth.CRDName).WithVerbs("get", "list", "watch"))
+	}
+	rules = append(rules,
+		rbacv1ac.PolicyRule().WithAPIGroups(t.Group).WithResources(t.Resource).WithResourceNames(t.Name).WithVerbs("get", "list", "watch"),
+		rbacv1ac.PolicyRule().WithAPIGroups(t.Group).WithResources(t.Resource+"/status").WithResourceNames(t.Name).WithVerbs("patch"),
+	)
 	return rbacv1ac.ClusterRole(c.ClusterRoleName()).
 		WithLabels(c.Labels(ComponentReconciler)).
-		WithRules(
-			rbacv1ac.PolicyRule().WithAPIGroups(apiregv1.GroupName).WithResources("apiservices").WithVerbs("get", "list", "watch", "patch"),
-			rbacv1ac.PolicyRule().WithAPIGroups(corev1.GroupName).WithResources("events").WithVerbs("create", "patch"),
-			rbacv1ac.PolicyRule().WithAPIGroups(eventsv1.GroupName).WithResources("events").WithVerbs("create", "patch"),
-			rbacv1ac.PolicyRule().WithAPIGroups(corev1.GroupName).WithResources("nodes").WithVerbs("list", "watch"),
-			rbacv1ac.PolicyRule().WithAPIGroups(kmshealth.CRDGVR.Group).WithResources(kmshealth.CRDGVR.Resource).
-				WithResourceNames(kmshealth.CRDName).WithVerbs("get", "list", "watch"),
-			rbacv1ac.PolicyRule().WithAPIGroups(kmshealth.Group).WithResources(kmshealth.Resource).
-				WithResourceNames(kmshealth.DefaultObject).WithVerbs("get", "list", "watch"),
-			rbacv1ac.PolicyRule().WithAPIGroups(kmshealth.Group).WithResources(kmshealth.Resource+"/status").
-				WithResourceNames(kmshealth.DefaultObject).WithVerbs("patch"),
-		)
+		WithRules(rules...)
 }
 
 // BuildClusterRoleBinding binds the ClusterRole to the ServiceAccount.
@@ -218,15 +223,23 @@ func splitSources(v string) []cabundle.Source {
 // Args are the reconciler's command line: the binary's reconcile mode,
 // with the Lease in the pod's own namespace and in-cluster configuration
 // (no --kubeconfig).
-func Args() []string {
+func Args(c Config) []string {
 	return []string{
 		"reconcile",
 		"--namespace=$(" + podNamespaceEnv + ")",
 		"--leader-elect=true",
 		fmt.Sprintf("--metrics-bind-address=:%d", MetricsPort),
 		fmt.Sprintf("--health-probe-bind-address=:%d", HealthPort),
+		kmsTargetFlag + c.kmsTarget().String(),
+		kmsMaxStalenessFlag + c.kmsMaxStaleness().String(),
 	}
 }
+
+// The aggregator's flags, read back by Live.Config.
+const (
+	kmsTargetFlag       = "--kms-target="
+	kmsMaxStalenessFlag = "--kms-max-staleness="
+)
 
 func httpProbe(path string) *corev1ac.ProbeApplyConfiguration {
 	return corev1ac.Probe().WithHTTPGet(corev1ac.HTTPGetAction().WithPath(path).WithPort(intstr.FromString(healthPortName)))
@@ -240,7 +253,7 @@ func BuildDeployment(c Config) *appsv1ac.DeploymentApplyConfiguration {
 	container := corev1ac.Container().
 		WithName(ContainerName).
 		WithImage(c.Image).
-		WithArgs(Args()...).
+		WithArgs(Args(c)...).
 		WithEnv(corev1ac.EnvVar().WithName(podNamespaceEnv).WithValueFrom(
 			// fieldRef is atomic: spell out the defaulted apiVersion, or the
 			// extracted field would differ from what was applied.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconciler"
 )
 
@@ -54,7 +56,7 @@ func roundTrip[T any](t *testing.T, ac any) *T {
 // through the reconcile mode's flag set and Validate, so the two cannot
 // drift apart, and checks the Lease the Role grants is the one it uses.
 func TestArgsParseWithTheReconcilersOwnFlags(t *testing.T) {
-	args := Args()
+	args := Args(Config{})
 	if args[0] != "reconcile" {
 		t.Fatalf("first argument %q, want the reconcile mode", args[0])
 	}
@@ -113,7 +115,8 @@ func TestBuildDeployment(t *testing.T) {
 	if ct.Name != "reconciler" || ct.Image != "ghcr.io/kmshealth/terraform-provider-kmshealth:v1.2.3" {
 		t.Errorf("container %s image %s", ct.Name, ct.Image)
 	}
-	if !slices.Equal(ct.Args, []string{"reconcile", "--namespace=$(POD_NAMESPACE)", "--leader-elect=true", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"}) {
+	if !slices.Equal(ct.Args, []string{"reconcile", "--namespace=$(POD_NAMESPACE)", "--leader-elect=true", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081",
+		"--kms-target=kmshealth.io/v1alpha1/kmshealths/cluster", "--kms-max-staleness=2m0s"}) {
 		t.Errorf("args %q", ct.Args)
 	}
 	if len(ct.Env) != 1 || ct.Env[0].Name != "POD_NAMESPACE" || ct.Env[0].ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
@@ -378,12 +381,37 @@ func TestLiveSources(t *testing.T) {
 func TestLiveConfig(t *testing.T) {
 	c := testConfig()
 	c.MemoryLimit = "0.5Gi"
+	c.KMSTarget = kmshealth.Target{Group: "operator.openshift.io", Version: "v1", Resource: "kubeapiservers", Name: "cluster"}
+	c.KMSMaxStaleness = 4 * time.Minute
 	got := liveFrom(t, c).Config()
 	want := c
 	want.Sources = sortedSources(c.Sources)
 	want.MemoryLimit = "512Mi" // canonical form
 	if !install.SameJSON(got, want) {
 		t.Errorf("Config() = %+v\nwant %+v", got, want)
+	}
+	// The defaults are spelled out in the Deployment, so they read back.
+	got = liveFrom(t, testConfig()).Config()
+	if got.KMSTarget != kmshealth.DefaultTarget() || got.KMSMaxStaleness != DefaultKMSMaxStaleness {
+		t.Errorf("defaults read back as %s, %s", got.KMSTarget, got.KMSMaxStaleness)
+	}
+}
+
+func TestClusterRoleFollowsKMSTarget(t *testing.T) {
+	c := testConfig()
+	c.KMSTarget = kmshealth.Target{Group: "operator.openshift.io", Version: "v1", Resource: "kubeapiservers", Name: "cluster"}
+	cr := roundTrip[rbacv1.ClusterRole](t, BuildClusterRole(c))
+	var status, crd bool
+	for _, r := range cr.Rules {
+		if slices.Contains(r.Resources, "kubeapiservers/status") && slices.Equal(r.ResourceNames, []string{"cluster"}) && slices.Equal(r.Verbs, []string{"patch"}) {
+			status = true
+		}
+		if slices.Contains(r.Resources, "customresourcedefinitions") || slices.Contains(r.Resources, "kmshealths") {
+			crd = true
+		}
+	}
+	if !status || crd {
+		t.Errorf("rules %+v: want patch on kubeapiservers/status cluster and nothing about the KMSHealth CRD", cr.Rules)
 	}
 }
 

@@ -12,11 +12,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 )
 
 // Names and values shared with the provider, the docs and the tests.
@@ -79,8 +81,34 @@ type Config struct {
 	// Sources are the CA bundle sources the reconciler may read: RBAC
 	// grants get/list/watch on exactly these objects.
 	Sources []cabundle.Source
+	// KMSTarget is the object the KMS health reporters write to, where the
+	// aggregator rolls their conditions up; the zero value means the
+	// default KMSHealth object "cluster".
+	KMSTarget kmshealth.Target
+	// KMSMaxStaleness is how old a node's last KMS check may be (4 × the
+	// reporters' probe interval); zero means the default.
+	KMSMaxStaleness time.Duration
 	// Resources are the container's requests and limits.
 	install.Resources
+}
+
+// DefaultKMSMaxStaleness matches the reporters' default 30 s interval.
+const DefaultKMSMaxStaleness = kmshealth.StalenessFactor * kmshealth.DefaultInterval
+
+// kmsTarget is KMSTarget with the default filled in.
+func (c Config) kmsTarget() kmshealth.Target {
+	if c.KMSTarget == (kmshealth.Target{}) {
+		return kmshealth.DefaultTarget()
+	}
+	return c.KMSTarget
+}
+
+// kmsMaxStaleness is KMSMaxStaleness with the default filled in.
+func (c Config) kmsMaxStaleness() time.Duration {
+	if c.KMSMaxStaleness <= 0 {
+		return DefaultKMSMaxStaleness
+	}
+	return c.KMSMaxStaleness
 }
 
 // DefaultResources are the reconciler container's requests and limits.
@@ -118,6 +146,14 @@ func (c Config) Validate() error {
 		if err := s.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("source %q: %w", s, err))
 		}
+	}
+	if c.KMSTarget != (kmshealth.Target{}) {
+		if err := c.KMSTarget.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("kms_target: %w", err))
+		}
+	}
+	if c.KMSMaxStaleness < 0 {
+		errs = append(errs, fmt.Errorf("kms_max_staleness %s: must be positive", c.KMSMaxStaleness))
 	}
 	errs = append(errs, c.Resources.Validate()...)
 	return errors.Join(errs...)

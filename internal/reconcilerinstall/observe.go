@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 )
 
 // Live is what the cluster holds under an installation's names: nil for an
@@ -163,6 +166,18 @@ func (l *Live) Config() Config {
 	if ct := l.reconcilerContainer(); ct != nil {
 		c.Image = ct.Image
 		c.Resources = install.ResourcesOf(ct.Resources)
+		for _, a := range ct.Args {
+			if v, ok := strings.CutPrefix(a, kmsTargetFlag); ok {
+				if t, err := kmshealth.ParseTarget(v); err == nil {
+					c.KMSTarget = t
+				}
+			}
+			if v, ok := strings.CutPrefix(a, kmsMaxStalenessFlag); ok {
+				if d, err := time.ParseDuration(v); err == nil {
+					c.KMSMaxStaleness = d
+				}
+			}
+		}
 	}
 	return c
 }
