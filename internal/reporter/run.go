@@ -58,8 +58,6 @@ func New(o Options, cfg *rest.Config, log *slog.Logger) (*Reporter, error) {
 	m := newMetrics()
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(kube.CountRequests(m.countRequest))
-	// A write that cannot finish within --write-timeout is dropped.
-	cfg.Timeout = o.WriteTimeout
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -109,6 +107,8 @@ func (r *Reporter) Tick(ctx context.Context) {
 	defer r.lastRun.Store(time.Now().UnixNano())
 	plugins := r.probe(ctx)
 	cond := r.builder.Build(plugins, r.now())
+	// A write (with the one-time kind discovery) that cannot finish within
+	// --write-timeout is dropped.
 	wctx, cancel := context.WithTimeout(ctx, r.opts.WriteTimeout)
 	defer cancel()
 	if err := r.write(wctx, cond); err != nil {
