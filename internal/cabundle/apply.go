@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -97,16 +98,6 @@ func has(m map[string]any, path ...string) bool {
 	return true
 }
 
-// InSync reports whether live already carries bundle and the source
-// annotation, both owned by manager: then there is nothing to write.
-func InSync(live *apiregv1.APIService, bundle []byte, src Source, manager string) bool {
-	if !bytes.Equal(live.Spec.CABundle, bundle) || live.Annotations[SourceAnnotation] != src.String() {
-		return false
-	}
-	ownsBundle, ownsAnnotation := Owned(live, manager)
-	return ownsBundle && ownsAnnotation
-}
-
 // ApplyOptions control a server-side apply.
 type ApplyOptions struct {
 	FieldManager string
@@ -114,9 +105,12 @@ type ApplyOptions struct {
 	DryRun       bool // let the API server check everything, write nothing
 }
 
-// apiServiceApply is the apply configuration: only the fields we own, and
-// the UID as a precondition so a deleted APIService is never re-created.
-type apiServiceApply struct {
+// Desired is the apply configuration that makes an APIService carry
+// bundle and the annotation naming src: only those two fields, and the
+// UID of live as a precondition, so a deleted APIService is never
+// re-created by the write. The provider resource and the reconciler both
+// write exactly this.
+type Desired struct {
 	APIVersion string            `json:"apiVersion"`
 	Kind       string            `json:"kind"`
 	Metadata   applyMeta         `json:"metadata"`
@@ -133,6 +127,27 @@ type apiServiceFields struct {
 	CABundle []byte `json:"caBundle"`
 }
 
+// DesiredFor returns the desired apply configuration of live.
+func DesiredFor(live *apiregv1.APIService, bundle []byte, src Source) *Desired {
+	return &Desired{
+		APIVersion: apiregv1.SchemeGroupVersion.String(),
+		Kind:       "APIService",
+		Metadata:   applyMeta{Name: live.Name, UID: live.UID, Annotations: map[string]string{SourceAnnotation: src.String()}},
+		Spec:       &apiServiceFields{CABundle: bundle},
+	}
+}
+
+// InSync reports whether live already carries what want applies, both
+// fields owned by manager: then there is nothing to write.
+func InSync(live *apiregv1.APIService, want *Desired, manager string) bool {
+	if want.Spec == nil || !bytes.Equal(live.Spec.CABundle, want.Spec.CABundle) ||
+		live.Annotations[SourceAnnotation] != want.Metadata.Annotations[SourceAnnotation] {
+		return false
+	}
+	ownsBundle, ownsAnnotation := Owned(live, manager)
+	return ownsBundle && ownsAnnotation
+}
+
 // Ensure makes live carry bundle and the annotation naming src, by
 // server-side apply of only those two fields, and writes nothing when they
 // are already there and ours. It returns the resulting object and whether
@@ -141,16 +156,11 @@ func Ensure(ctx context.Context, c apiregclient.APIServicesGetter, live *apiregv
 	if err := CheckAPIService(live); err != nil {
 		return nil, false, err
 	}
-	if InSync(live, bundle, src, opts.FieldManager) {
+	want := DesiredFor(live, bundle, src)
+	if InSync(live, want, opts.FieldManager) {
 		return live, false, nil
 	}
-	body := apiServiceApply{
-		APIVersion: apiregv1.SchemeGroupVersion.String(),
-		Kind:       "APIService",
-		Metadata:   applyMeta{Name: live.Name, UID: live.UID, Annotations: map[string]string{SourceAnnotation: src.String()}},
-		Spec:       &apiServiceFields{CABundle: bundle},
-	}
-	out, err := apply(ctx, c, body, opts)
+	out, err := Apply(ctx, c, want, opts)
 	if err != nil {
 		return nil, false, err
 	}
@@ -171,36 +181,54 @@ func Release(ctx context.Context, c apiregclient.APIServicesGetter, name, manage
 	if b, a := Owned(live, manager); !b && !a {
 		return nil
 	}
-	body := apiServiceApply{
+	body := &Desired{
 		APIVersion: apiregv1.SchemeGroupVersion.String(),
 		Kind:       "APIService",
 		Metadata:   applyMeta{Name: name, UID: live.UID},
 	}
-	_, err = apply(ctx, c, body, ApplyOptions{FieldManager: manager})
-	if apierrors.IsNotFound(err) {
+	_, err = Apply(ctx, c, body, ApplyOptions{FieldManager: manager})
+	if errors.Is(err, ErrGone) {
 		return nil
 	}
 	return err
 }
 
-func apply(ctx context.Context, c apiregclient.APIServicesGetter, body apiServiceApply, opts ApplyOptions) (*apiregv1.APIService, error) {
-	data, err := json.Marshal(body)
+// ErrGone is wrapped when the APIService a write was for no longer exists
+// (deleted, or deleted and re-created with a new UID): nothing was written.
+var ErrGone = errors.New("the APIService is gone")
+
+// Apply server-side applies want. A failed UID precondition or a missing
+// APIService wraps ErrGone; a field owned by another manager wraps
+// ErrConflict.
+func Apply(ctx context.Context, c apiregclient.APIServicesGetter, want *Desired, opts ApplyOptions) (*apiregv1.APIService, error) {
+	data, err := json.Marshal(want)
 	if err != nil {
 		return nil, err
 	}
-	out, err := c.APIServices().Patch(ctx, body.Metadata.Name, types.ApplyPatchType, data,
+	name := want.Metadata.Name
+	out, err := c.APIServices().Patch(ctx, name, types.ApplyPatchType, data,
 		metav1.PatchOptions{FieldManager: opts.FieldManager, Force: &opts.Force, DryRun: dryRun(opts.DryRun)})
+	var status apierrors.APIStatus
 	switch {
-	case apierrors.IsConflict(err) && strings.Contains(err.Error(), "uid mismatch"):
-		// The UID precondition failed: the object we read is gone.
-		return nil, fmt.Errorf("APIService %q was deleted while being updated: %w", body.Metadata.Name,
-			apierrors.NewNotFound(apiregv1.Resource("apiservices"), body.Metadata.Name))
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err) && errors.As(err, &status) && uidPreconditionFailed(status):
+		// The object we read is gone; the UID precondition kept the write
+		// from re-creating or rewriting its successor.
+		return nil, fmt.Errorf("%w: APIService %q was deleted while being updated: %w", ErrGone, name, err)
 	case apierrors.IsConflict(err):
-		return nil, fmt.Errorf("%w on APIService %q: %w; set force_conflicts = true to take ownership, or stop the other writer", ErrConflict, body.Metadata.Name, err)
+		return nil, fmt.Errorf("%w on APIService %q: %w; set force_conflicts = true to take ownership, or stop the other writer", ErrConflict, name, err)
 	case err != nil:
-		return nil, fmt.Errorf("server-side apply of APIService %q as %q: %w", body.Metadata.Name, opts.FieldManager, err)
+		return nil, fmt.Errorf("server-side apply of APIService %q as %q: %w", name, opts.FieldManager, err)
 	}
 	return out, nil
+}
+
+// uidPreconditionFailed tells a failed UID precondition (the object was
+// replaced) from a field-ownership conflict: the former carries no
+// causes, the latter one per conflicting field.
+func uidPreconditionFailed(status apierrors.APIStatus) bool {
+	s := status.Status()
+	return s.Details == nil || len(s.Details.Causes) == 0 ||
+		!slices.ContainsFunc(s.Details.Causes, func(c metav1.StatusCause) bool { return c.Type == metav1.CauseTypeFieldManagerConflict })
 }
 
 func dryRun(on bool) []string {

@@ -1,37 +1,59 @@
 package devenv
 
 import (
-	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Process is a running `terraform-provider-kmshealth reconcile` or
 // `report`, for the demo, the benchmarks and the integration tests.
 type Process struct {
 	Cmd        *exec.Cmd
-	MetricsURL string // http://127.0.0.1:<port>/metrics
+	MetricsURL string // http(s)://127.0.0.1:<port>/metrics
 	HealthURL  string // http://127.0.0.1:<port>
-	done       chan struct{}
+	// MetricsToken is the bearer token Metrics presents: the reconciler
+	// serves /metrics only to callers RBAC allows (TokenReview +
+	// SubjectAccessReview).
+	MetricsToken string
+	done         chan struct{}
 }
 
 // StartReconcile runs bin in reconcile mode with args plus metrics and
 // health addresses on free loopback ports, writing its log to out, and
-// returns once /readyz answers ok (caches synced).
-func StartReconcile(ctx context.Context, bin string, out io.Writer, args ...string) (*Process, error) {
-	return start(ctx, out, "/readyz", func(metrics, health string) []string {
+// returns once /readyz answers ok (caches synced). /metrics is served over
+// HTTPS to token, as in a cluster.
+func StartReconcile(ctx context.Context, bin string, out io.Writer, token string, args ...string) (*Process, error) {
+	p, err := start(ctx, out, "/readyz", func(metrics, health string) []string {
 		return append([]string{bin, "reconcile", "--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + health}, args...)
 	})
+	if err != nil {
+		return nil, err
+	}
+	p.MetricsURL = strings.Replace(p.MetricsURL, "http://", "https://", 1)
+	p.MetricsToken = token
+	// The metrics server starts after the health probes, once its
+	// certificate is made; it offers no readiness of its own.
+	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		_, _, err := Scrape(p.MetricsURL, "")
+		return err == nil, nil
+	})
+	if err != nil {
+		p.Stop()
+		return nil, fmt.Errorf("reconcile: /metrics not served within 30s: %w", err)
+	}
+	return p, nil
 }
 
 // StartReport runs bin in report mode as one control-plane node: in its own
@@ -125,36 +147,47 @@ func (p *Process) Running() bool {
 	}
 }
 
-// Metrics returns every series on /metrics: name{labels} -> value.
-func (p *Process) Metrics() (map[string]float64, error) {
-	resp, err := http.Get(p.MetricsURL)
+// metricsClient trusts the self-signed certificate a mode makes for
+// /metrics: tests and benchmarks on loopback only.
+var metricsClient = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+	TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // loopback, self-signed
+}}
+
+// Scrape fetches url with token (none when empty) and returns the HTTP
+// status and body.
+func Scrape(url, token string) (int, []byte, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
-		return nil, err
+		return 0, nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := metricsClient.Do(req)
+	if err != nil {
+		return 0, nil, err
 	}
 	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, body, err
+}
+
+// Metrics returns every series on /metrics: name{labels} -> value, labels
+// in the exposition's order (sorted by name).
+func (p *Process) Metrics() (map[string]float64, error) {
+	code, body, err := Scrape(p.MetricsURL, p.MetricsToken)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]float64{}
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			return nil, fmt.Errorf("metric line %q: %w", line, err)
-		}
-		out[line[:i]] = v
+	if code != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %d %s", p.MetricsURL, code, bytes.TrimSpace(body))
 	}
-	return out, sc.Err()
+	return ParseMetrics(body)
 }
 
 // Metric returns one series (name plus labels exactly as exposed, e.g.
-// `kmshealth_reconcile_errors_total{reason="apply"}`), 0 when absent.
+// `kmshealth_reconcile_errors_total{controller="cabundle",reason="apply"}`),
+// 0 when absent.
 func (p *Process) Metric(series string) (float64, error) {
 	m, err := p.Metrics()
 	return m[series], err

@@ -2,192 +2,183 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"log/slog"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
+	"k8s.io/apimachinery/pkg/runtime"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
-	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 	apiregclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset/typed/apiregistration/v1"
-	aggregatorinformers "k8s.io/kube-aggregator/pkg/client/informers/externalversions"
-	apireglisters "k8s.io/kube-aggregator/pkg/client/listers/apiregistration/v1"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/controller"
 )
 
-// Event reasons, documented for alerting.
+// Event reasons of the caBundle controller, documented for alerting.
 const (
-	ReasonRestored      = "CABundleRestored"
-	ReasonSourceMissing = "CABundleSourceMissing"
-	ReasonSourceInvalid = "CABundleSourceInvalid"
-	ReasonNotApplicable = "CABundleNotApplicable"
-	ReasonApplyFailed   = "CABundleApplyFailed"
+	ReasonRestored        = "CABundleRestored"
+	ReasonSourceMissing   = "CABundleSourceMissing"
+	ReasonSourceInvalid   = "CABundleSourceInvalid"
+	ReasonSourceForbidden = "CABundleSourceUnreadable"
+	ReasonNotApplicable   = "CABundleNotApplicable"
+	ReasonInvalidRecord   = "CABundleRecordInvalid"
 )
 
-// caBundleController keeps every APIService annotated with
-// cabundle.SourceAnnotation equal to its source. It reacts to watch events
-// only: an APIService change, or a change of the one source object it names.
-type caBundleController struct {
-	apiservices  apiregclient.APIServicesGetter
-	factory      aggregatorinformers.SharedInformerFactory
-	informer     cache.SharedIndexInformer
-	lister       apireglisters.APIServiceLister
-	queue        workqueue.TypedRateLimitingInterface[string]
-	sources      *sourceWatches
-	events       record.EventRecorder
-	metrics      *metrics
+// caBundlePattern keeps every APIService the reconciler's record names
+// equal to its source. The record (a ConfigMap of the installation) is
+// the root; each APIService and each source is one field-selected watch.
+type caBundlePattern struct {
+	record       controller.Ref
+	apiservices  *controller.Kind
+	secrets      *controller.Kind
+	configmaps   *controller.Kind
+	client       apiregclient.APIServicesGetter
 	fieldManager string
-	log          *slog.Logger
-	ctx          atomic.Pointer[context.Context] // lifetime of source watches
 }
 
-func newCABundleController(core kubernetes.Interface, agg aggregator.Interface, events record.EventRecorder, m *metrics, fieldManager string, log *slog.Logger) *caBundleController {
-	factory := aggregatorinformers.NewSharedInformerFactory(agg, 0) // no resync: events only
-	apis := factory.Apiregistration().V1().APIServices()
-	c := &caBundleController{
-		apiservices:  agg.ApiregistrationV1(),
-		factory:      factory,
-		informer:     apis.Informer(),
-		lister:       apis.Lister(),
-		queue:        workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "cabundle"}),
-		events:       events,
-		metrics:      m,
-		fieldManager: fieldManager,
-		log:          log,
-	}
-	c.sources = newSourceWatches(core, c.queue.Add)
-	enqueue := func(obj any) {
-		if svc, ok := obj.(*apiregv1.APIService); ok {
-			c.queue.Add(svc.Name)
-		} else if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			c.queue.Add(d.Key)
-		}
-	}
-	_, _ = c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, n any) { enqueue(n) },
-		DeleteFunc: enqueue,
-	})
-	return c
-}
-
-// start runs the informers (on every replica, so a new leader starts warm).
-func (c *caBundleController) start(ctx context.Context) {
-	c.ctx.Store(&ctx)
-	c.factory.Start(ctx.Done())
-}
-
-func (c *caBundleController) hasSynced() bool { return c.informer.HasSynced() }
-
-// run processes the queue until ctx ends: only the leader calls it.
-func (c *caBundleController) run(ctx context.Context, workers int) {
-	if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced) {
-		return
-	}
-	// Everything may have drifted while another replica led: look at all.
-	for _, key := range c.informer.GetStore().ListKeys() {
-		c.queue.Add(key)
-	}
-	for range workers {
-		go wait.UntilWithContext(ctx, c.worker, time.Second)
-	}
-	<-ctx.Done()
-}
-
-func (c *caBundleController) shutdown() { c.queue.ShutDown() }
-
-func (c *caBundleController) worker(ctx context.Context) {
-	for {
-		name, quit := c.queue.Get()
-		if quit {
-			return
-		}
-		err := c.reconcile(ctx, name)
-		if err != nil {
-			c.queue.AddRateLimited(name)
-			utilruntime.HandleErrorWithContext(ctx, err, "reconcile APIService caBundle", "apiservice", name)
-		} else {
-			c.queue.Forget(name)
-		}
-		c.queue.Done(name)
-		if ctx.Err() != nil {
-			return
-		}
+func newCABundlePattern(c *Clients, o Options) *caBundlePattern {
+	configmaps := controller.TypedKind(c.Core.CoreV1().RESTClient(), "configmaps", &corev1.ConfigMap{})
+	apiservices := controller.TypedKind(c.Aggregator.ApiregistrationV1().RESTClient(), "apiservices", &apiregv1.APIService{})
+	apiservices.ManagedFields = true // ownership of spec.caBundle is part of "in sync"
+	return &caBundlePattern{
+		record:       controller.Named(configmaps, o.Namespace, o.RecordConfigMap),
+		apiservices:  apiservices,
+		secrets:      controller.TypedKind(c.Core.CoreV1().RESTClient(), "secrets", &corev1.Secret{}),
+		configmaps:   configmaps,
+		client:       c.Aggregator.ApiregistrationV1(),
+		fieldManager: o.FieldManager,
 	}
 }
 
-// reconcile compares and, on drift only, applies. Problems with the source
-// are reported (Event + metric) and leave the live bundle alone: garbage is
-// never written, and retrying cannot fix it — the next source event will.
-func (c *caBundleController) reconcile(ctx context.Context, name string) error {
-	svc, err := c.lister.Get(name)
-	if apierrors.IsNotFound(err) {
-		c.sources.forget(name)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	annotation, ok := svc.Annotations[cabundle.SourceAnnotation]
+// caBundleObs is what one APIService's reconcile reads from the watches.
+type caBundleObs struct {
+	name      string
+	svc       *apiregv1.APIService
+	src       cabundle.Source
+	recordErr error  // the record's entry does not parse
+	sourceErr error  // the source cannot be listed (e.g. RBAC)
+	bundle    []byte // nil when the source or its key is missing
+}
+
+func (p *caBundlePattern) Name() string { return "cabundle" }
+
+func (p *caBundlePattern) Roots() []controller.Ref { return []controller.Ref{p.record} }
+
+func (p *caBundlePattern) entries(c controller.Cache) (map[string]cabundle.Source, map[string]error) {
+	obj, ok := c.Get(p.record)
 	if !ok {
-		c.sources.forget(name)
-		return nil
+		return nil, nil
 	}
-	src, err := cabundle.ParseSource(annotation)
-	if err != nil {
-		c.sources.forget(name)
-		c.fail(svc, ReasonSourceInvalid, "invalid_annotation", err)
-		return nil
-	}
-	watch := c.sources.use(*c.ctx.Load(), name, src)
-	if !watch.synced() {
-		return nil // the watch's first list enqueues this APIService again
-	}
-	bundle, exists := read(watch, src)
-	if !exists {
-		c.fail(svc, ReasonSourceMissing, "source_missing",
-			fmt.Errorf("%s %s/%s or its key %q does not exist; the live caBundle is left as it is", src.Kind, src.Namespace, src.Name, src.Key))
-		return nil
-	}
-	if _, findings := cabundle.Inspect(bundle, time.Now()); cabundle.HasErrors(findings) {
-		c.fail(svc, ReasonSourceInvalid, "source_invalid",
-			fmt.Errorf("%s holds no valid CA bundle (%w); the live caBundle is left as it is", src, cabundle.FirstError(findings)))
-		return nil
-	}
-	if err := cabundle.CheckAPIService(svc); err != nil {
-		c.fail(svc, ReasonNotApplicable, "not_applicable", err)
-		return nil
-	}
-	// The annotation is ours, so the field is ours: force past whoever
-	// overwrote it.
-	_, wrote, err := cabundle.Ensure(ctx, c.apiservices, svc, bundle, src, cabundle.ApplyOptions{FieldManager: c.fieldManager, Force: true})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		c.fail(svc, ReasonApplyFailed, "apply", err)
-		return err
-	}
-	c.metrics.synced()
-	if wrote {
-		c.metrics.corrections.Inc()
-		c.events.Eventf(svc, corev1.EventTypeNormal, ReasonRestored, "Restored spec.caBundle from %s (sha256 %.16s)", src, cabundle.Fingerprint(bundle))
-		c.log.Info("restored caBundle", "apiservice", name, "source", src.String(), "sha256", cabundle.Fingerprint(bundle))
-	}
-	return nil
+	return cabundle.FromRecord(obj.(*corev1.ConfigMap).Data)
 }
 
-func (c *caBundleController) fail(svc *apiregv1.APIService, reason, metricReason string, err error) {
-	c.metrics.errors.WithLabelValues(metricReason).Inc()
-	c.events.Event(svc, corev1.EventTypeWarning, reason, err.Error())
-	c.log.Warn("caBundle not reconciled", "apiservice", svc.Name, "reason", reason, "error", err.Error())
+func (p *caBundlePattern) sourceRef(s cabundle.Source) controller.Ref {
+	kind := p.configmaps
+	if s.Kind == cabundle.KindSecret {
+		kind = p.secrets
+	}
+	return controller.Named(kind, s.Namespace, s.Name)
+}
+
+// Deps: every APIService in the record depends on itself and its source;
+// one with an invalid entry on itself only (to report it).
+func (p *caBundlePattern) Deps(c controller.Cache) map[string][]controller.Ref {
+	good, bad := p.entries(c)
+	deps := make(map[string][]controller.Ref, len(good)+len(bad))
+	for name, src := range good {
+		deps[name] = []controller.Ref{controller.Named(p.apiservices, "", name), p.sourceRef(src)}
+	}
+	for name := range bad {
+		deps[name] = []controller.Ref{controller.Named(p.apiservices, "", name)}
+	}
+	return deps
+}
+
+func (p *caBundlePattern) Observe(c controller.Cache, name string) (caBundleObs, bool, error) {
+	good, bad := p.entries(c)
+	src, kept := good[name]
+	obs := caBundleObs{name: name, src: src, recordErr: bad[name]}
+	if !kept && obs.recordErr == nil {
+		return obs, false, nil // no longer in the record
+	}
+	svcRef := controller.Named(p.apiservices, "", name)
+	if !c.Synced(svcRef) {
+		return obs, false, nil
+	}
+	obj, exists := c.Get(svcRef)
+	if !exists {
+		return obs, false, nil // nothing to keep until it exists; its creation is an event
+	}
+	obs.svc = obj.(*apiregv1.APIService)
+	if obs.recordErr != nil {
+		return obs, true, nil
+	}
+	ref := p.sourceRef(src)
+	if !c.Synced(ref) {
+		if obs.sourceErr = c.Err(ref); obs.sourceErr == nil {
+			return obs, false, nil // the first list enqueues it again
+		}
+		return obs, true, nil
+	}
+	if o, ok := c.Get(ref); ok {
+		var data map[string][]byte
+		switch s := o.(type) {
+		case *corev1.Secret:
+			data = s.Data
+		case *corev1.ConfigMap:
+			data = cabundle.ConfigMapData(s)
+		}
+		obs.bundle = data[src.Key]
+	}
+	return obs, true, nil
+}
+
+func (p *caBundlePattern) Desired(obs caBundleObs) (*cabundle.Desired, error) {
+	problem := func(reason, metric string, err error) error {
+		return &controller.Problem{Reason: reason, Metric: metric, Err: err}
+	}
+	switch {
+	case obs.recordErr != nil:
+		return nil, problem(ReasonInvalidRecord, "invalid_record", fmt.Errorf("the reconciler's record names this APIService with an invalid entry (%w); the live caBundle is left as it is: apply kmshealth_reconciler again", obs.recordErr))
+	case obs.sourceErr != nil:
+		return nil, problem(ReasonSourceForbidden, "source_unreadable", fmt.Errorf("cannot read %s (%w); the live caBundle is left as it is: add the source to kmshealth_reconciler.ca_bundles so its Role grants it", obs.src, obs.sourceErr))
+	case obs.bundle == nil:
+		return nil, problem(ReasonSourceMissing, "source_missing", fmt.Errorf("%s %s/%s or its key %q does not exist; the live caBundle is left as it is", obs.src.Kind, obs.src.Namespace, obs.src.Name, obs.src.Key))
+	}
+	if _, findings := cabundle.Inspect(obs.bundle, time.Now()); cabundle.HasErrors(findings) {
+		return nil, problem(ReasonSourceInvalid, "source_invalid", fmt.Errorf("%s holds no valid CA bundle (%w); the live caBundle is left as it is", obs.src, cabundle.FirstError(findings)))
+	}
+	if err := cabundle.CheckAPIService(obs.svc); err != nil {
+		return nil, problem(ReasonNotApplicable, "not_applicable", err)
+	}
+	return cabundle.DesiredFor(obs.svc, obs.bundle, obs.src), nil
+}
+
+func (p *caBundlePattern) InSync(obs caBundleObs, want *cabundle.Desired) bool {
+	return cabundle.InSync(obs.svc, want, p.fieldManager)
+}
+
+// Apply forces: the record says the field is ours, so the write takes it
+// back from whoever overwrote it.
+func (p *caBundlePattern) Apply(ctx context.Context, obs caBundleObs, want *cabundle.Desired) (controller.Change, error) {
+	_, err := cabundle.Apply(ctx, p.client, want, cabundle.ApplyOptions{FieldManager: p.fieldManager, Force: true})
+	if errors.Is(err, cabundle.ErrGone) {
+		return controller.Change{}, fmt.Errorf("%w: %w", controller.ErrGone, err)
+	}
+	if err != nil {
+		return controller.Change{}, err
+	}
+	return controller.Change{
+		Reason: ReasonRestored,
+		Action: "Restore",
+		Note:   fmt.Sprintf("Restored spec.caBundle from %s (sha256 %.16s)", obs.src, cabundle.Fingerprint(obs.bundle)),
+	}, nil
+}
+
+func (p *caBundlePattern) Subject(obs caBundleObs) runtime.Object {
+	if obs.svc == nil {
+		return nil
+	}
+	return obs.svc
 }

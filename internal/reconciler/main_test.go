@@ -12,6 +12,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 
@@ -27,6 +33,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if _, child := os.LookupEnv("KMSHEALTH_HELPER_ARGS"); child {
+		os.Exit(m.Run()) // a child of TestCommandLine needs no control plane
+	}
 	dir, err := os.MkdirTemp("", "kmshealth-reconciler-test-")
 	if err != nil {
 		panic(err)
@@ -60,8 +69,8 @@ type reconcilerProcess struct {
 func startReconciler(t testing.TB, args ...string) *reconcilerProcess {
 	t.Helper()
 	log := &devenv.SyncBuffer{}
-	proc, err := devenv.StartReconcile(context.Background(), binary, log,
-		append([]string{"--kubeconfig=" + env.Kubeconfig, "--namespace=default"}, args...)...)
+	proc, err := devenv.StartReconcile(context.Background(), binary, log, env.Token,
+		append([]string{"--kubeconfig=" + env.Kubeconfig, "--namespace=default", "--record-configmap=" + recordName(t)}, args...)...)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
@@ -90,18 +99,33 @@ func (p *reconcilerProcess) metric(t testing.TB, series string) float64 {
 // after the write it counts, which the test may observe first.
 func (p *reconcilerProcess) waitMetric(t testing.TB, series string, want float64) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		got := p.metric(t, series)
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("%s = %v, want %v", series, got, want)
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	p.waitFor(t, fmt.Sprintf("%s = %v", series, want), func(m map[string]float64) bool { return m[series] == want })
+}
+
+// waitFor scrapes the process's metrics until done holds for them (the
+// process offers no watch of its metrics).
+func (p *reconcilerProcess) waitFor(t testing.TB, what string, done func(map[string]float64) bool) {
+	t.Helper()
+	var last map[string]float64
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		m, err := p.Metrics()
+		last = m
+		return err == nil && done(m), err
+	})
+	if err != nil {
+		t.Fatalf("%s: not within 10s (%v); kmshealth series: %v", what, err, kmshealthSeries(last))
 	}
+}
+
+// kmshealthSeries is the kmshealth_* part of a scrape, for failure messages.
+func kmshealthSeries(m map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range m {
+		if strings.HasPrefix(k, "kmshealth_") {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // newCA returns a fresh self-signed CA certificate in PEM.
@@ -110,8 +134,25 @@ func newCA(t testing.TB, cn string) []byte {
 	return testpki.MustCertPEM(cn, testpki.Options{})
 }
 
-// managed creates an APIService and a source ConfigMap holding bundle, and
-// applies the bundle exactly as the provider resource does.
+// recordName is the test's own reconciler record, in namespace default.
+func recordName(t testing.TB) string { return unique(t) + "-record" }
+
+// record adds apiservice with its source to the test's reconciler record,
+// as kmshealth_reconciler does: one server-side apply per entry, so the
+// entries of one test add up.
+func record(t testing.TB, apiservice string, src cabundle.Source) {
+	t.Helper()
+	ac := corev1ac.ConfigMap(recordName(t), "default").WithData(cabundle.RecordData(map[string]cabundle.Source{apiservice: src}))
+	cms := env.Clientset().CoreV1().ConfigMaps("default")
+	if _, err := cms.Apply(context.Background(), ac, metav1.ApplyOptions{FieldManager: "test-" + apiservice, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cms.Delete(context.Background(), recordName(t), metav1.DeleteOptions{}) })
+}
+
+// managed creates an APIService and a source ConfigMap holding bundle,
+// applies the bundle exactly as the provider resource does, and records
+// the APIService in the reconciler's record.
 func managed(t testing.TB, name string, bundle []byte) cabundle.Source {
 	t.Helper()
 	ctx := context.Background()
@@ -138,6 +179,7 @@ func managed(t testing.TB, name string, bundle []byte) cabundle.Source {
 	if _, _, err := cabundle.Ensure(ctx, agg(t).ApiregistrationV1(), live, bundle, src, cabundle.ApplyOptions{FieldManager: cabundle.DefaultFieldManager}); err != nil {
 		t.Fatal(err)
 	}
+	record(t, live.Name, src)
 	return src
 }
 
@@ -187,24 +229,37 @@ func waitForBundle(t testing.TB, apiservice string, want []byte, limit time.Dura
 	return 0
 }
 
-// waitForEvent waits for an Event with reason about the APIService.
+// waitForEvent watches for an Event with reason about the APIService.
 func waitForEvent(t testing.TB, apiservice, reason string, limit time.Duration) *corev1.Event {
 	t.Helper()
-	deadline := time.Now().Add(limit)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	events := env.Clientset().CoreV1().Events("default")
 	sel := fields.Set{"involvedObject.name": apiservice, "reason": reason}.AsSelector().String()
-	for {
-		list, err := env.Clientset().CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: sel})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(list.Items) > 0 {
-			return &list.Items[0]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s Event for %s within %s", reason, apiservice, limit)
-		}
-		time.Sleep(100 * time.Millisecond)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			return events.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel
+			return events.Watch(ctx, o)
+		},
 	}
+	var found *corev1.Event
+	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Event{}, func(s cache.Store) (bool, error) {
+		if items := s.List(); len(items) > 0 {
+			found = items[0].(*corev1.Event)
+		}
+		return found != nil, nil
+	}, func(ev watch.Event) (bool, error) {
+		found, _ = ev.Object.(*corev1.Event)
+		return found != nil, nil
+	})
+	if err != nil {
+		t.Fatalf("no %s Event for %s within %s: %v", reason, apiservice, limit, err)
+	}
+	return found
 }
 
 // unique returns a short DNS-safe name per test.

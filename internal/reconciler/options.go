@@ -7,16 +7,16 @@ package reconciler
 
 import (
 	"errors"
-	"flag"
 	"fmt"
-	"net"
 	"os"
 	"time"
 
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/incluster"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 )
 
@@ -33,8 +33,16 @@ type Options struct {
 	Identity               string
 	MetricsBindAddress     string
 	HealthProbeBindAddress string
-	FieldManager           string
-	Workers                int
+	// MetricsSecure serves /metrics over HTTPS behind TokenReview and
+	// SubjectAccessReview; off serves plain HTTP to anyone (local debugging).
+	MetricsSecure  bool
+	MetricsCertDir string
+	FieldManager   string
+	Workers        int
+	// RecordConfigMap names the ConfigMap in Namespace that records what
+	// the reconciler keeps (kmshealth_reconciler writes it); "" keeps no
+	// caBundle.
+	RecordConfigMap string
 	// KMS health aggregator.
 	KMSAggregator    bool
 	KMSTarget        string
@@ -49,22 +57,29 @@ const DefaultKMSExpectedNodes = "node-role.kubernetes.io/control-plane"
 // DefaultNamespace is used when neither --namespace nor POD_NAMESPACE is set.
 const DefaultNamespace = "kmshealth-system"
 
-// Bind registers the flags on fs, with defaults.
-func (o *Options) Bind(fs *flag.FlagSet) {
+// DefaultRecordConfigMap is the record kmshealth_reconciler writes under
+// its default name.
+const DefaultRecordConfigMap = "kmshealth-reconciler-record"
+
+// AddFlags registers the flags on fs, with defaults.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	ns := os.Getenv("POD_NAMESPACE")
 	if ns == "" {
 		ns = DefaultNamespace
 	}
 	host, _ := os.Hostname()
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means in-cluster configuration")
-	fs.StringVar(&o.Namespace, "namespace", ns, "namespace of the leader-election Lease (default $POD_NAMESPACE)")
+	fs.StringVar(&o.Namespace, "namespace", ns, "namespace of the leader-election Lease and the record (default $POD_NAMESPACE)")
+	fs.StringVar(&o.RecordConfigMap, "record-configmap", DefaultRecordConfigMap, `ConfigMap in --namespace that records the APIServices (and their CA sources) to keep; "" keeps none`)
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader on a Lease; only the leader writes")
 	fs.StringVar(&o.LeaseName, "leader-elect-lease-name", "kmshealth-reconciler", "name of the leader-election Lease")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a lease is valid without renewal; a dead leader is replaced within this")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader retries renewing before it steps down")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "interval between leader-election attempts")
 	fs.StringVar(&o.Identity, "leader-elect-identity", host+"_"+fmt.Sprint(os.Getpid()), "this replica's identity in the Lease")
-	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", `address for /metrics; "0" disables it`)
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8443", `address for /metrics; "0" disables it`)
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", true, "serve /metrics over HTTPS to callers whose token may get the /metrics non-resource URL (TokenReview + SubjectAccessReview); false serves plain HTTP to anyone, for local debugging only")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "", "directory with tls.crt and tls.key for /metrics; empty means a self-signed certificate made at start")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", `address for /healthz and /readyz; "0" disables it`)
 	fs.StringVar(&o.FieldManager, "field-manager", cabundle.DefaultFieldManager, "server-side apply field manager; must match the provider's")
 	fs.IntVar(&o.Workers, "workers", 2, "concurrent reconciles")
@@ -82,10 +97,12 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--kubeconfig: %w", err))
 		}
 	}
-	if o.LeaderElect {
+	if o.LeaderElect || o.RecordConfigMap != "" { // the Lease and the record live there
 		for _, m := range validation.IsDNS1123Label(o.Namespace) {
 			errs = append(errs, fmt.Errorf("--namespace=%q: %s", o.Namespace, m))
 		}
+	}
+	if o.LeaderElect {
 		for _, m := range validation.IsDNS1123Subdomain(o.LeaseName) {
 			errs = append(errs, fmt.Errorf("--leader-elect-lease-name=%q: %s", o.LeaseName, m))
 		}
@@ -97,12 +114,14 @@ func (o *Options) Validate() error {
 			errs = append(errs, errors.New("--leader-elect-identity: must not be empty"))
 		}
 	}
-	for flagName, addr := range map[string]string{"--metrics-bind-address": o.MetricsBindAddress, "--health-probe-bind-address": o.HealthProbeBindAddress} {
-		if addr == "0" {
-			continue
+	for flagName, addr := range map[string]string{"metrics-bind-address": o.MetricsBindAddress, "health-probe-bind-address": o.HealthProbeBindAddress} {
+		if err := incluster.ValidateBindAddress(flagName, addr); err != nil {
+			errs = append(errs, err)
 		}
-		if _, _, err := net.SplitHostPort(addr); err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q: want host:port, :port or 0: %w", flagName, addr, err))
+	}
+	if o.RecordConfigMap != "" {
+		for _, m := range validation.IsDNS1123Subdomain(o.RecordConfigMap) {
+			errs = append(errs, fmt.Errorf("--record-configmap=%q: %s", o.RecordConfigMap, m))
 		}
 	}
 	if o.FieldManager == "" || len(o.FieldManager) > 128 {

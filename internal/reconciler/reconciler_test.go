@@ -3,19 +3,28 @@ package reconciler
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
 )
 
 const (
 	restoreLimit = 10 * time.Second // acceptance line is 100 ms; this only bounds a hung test
 	patchSeries  = `kmshealth_kube_api_requests_total{resource="apiservices",verb="PATCH"}`
+	corrections  = `kmshealth_corrections_total{controller="cabundle"}`
 )
 
 func TestReconcileRestoresDrift(t *testing.T) {
@@ -29,12 +38,12 @@ func TestReconcileRestoresDrift(t *testing.T) {
 		took := waitForBundle(t, apiserviceName(name), good, restoreLimit)
 		t.Logf("corruption %d restored after %s", i+1, took)
 	}
-	p.waitMetric(t, "kmshealth_cabundle_corrections_total", 3)
+	p.waitMetric(t, corrections, 3)
 	ev := waitForEvent(t, apiserviceName(name), ReasonRestored, 5*time.Second)
 	if !strings.Contains(ev.Message, "ConfigMap/default/"+name+"-ca/ca.crt") {
 		t.Errorf("event message %q does not name the source", ev.Message)
 	}
-	if age := p.metric(t, "kmshealth_last_successful_sync_age_seconds"); age < 0 || age > 60 {
+	if age := p.metric(t, `kmshealth_last_successful_sync_age_seconds{controller="cabundle"}`); age < 0 || age > 60 {
 		t.Errorf("kmshealth_last_successful_sync_age_seconds = %v, want a recent sync", age)
 	}
 }
@@ -53,6 +62,10 @@ func TestReconcileNoWriteWithoutDrift(t *testing.T) {
 
 	// Events that change nothing the reconciler owns: a label on the
 	// APIService, an unrelated key in the source.
+	events := func(resource string) float64 {
+		return p.metric(t, `kmshealth_watch_events_total{controller="cabundle",resource="`+resource+`"}`)
+	}
+	apiserviceEvents, configmapEvents := events("apiservices"), events("configmaps")
 	ctx := context.Background()
 	apis := agg(t).ApiregistrationV1().APIServices()
 	if _, err := apis.Patch(ctx, apiserviceName(name), types.MergePatchType, []byte(`{"metadata":{"labels":{"touched":"yes"}}}`), metav1.PatchOptions{}); err != nil {
@@ -62,14 +75,23 @@ func TestReconcileNoWriteWithoutDrift(t *testing.T) {
 	if _, err := cms.Patch(ctx, src.Name, types.MergePatchType, []byte(`{"data":{"unrelated":"x"}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// With one worker the queue is FIFO: once a later drift is restored,
-	// the earlier events have been handled.
-	time.Sleep(200 * time.Millisecond)
+	// Both events are in, and every reconcile they caused has finished.
+	p.waitFor(t, "both events handled", func(m map[string]float64) bool {
+		return m[`kmshealth_watch_events_total{controller="cabundle",resource="apiservices"}`] > apiserviceEvents &&
+			m[`kmshealth_watch_events_total{controller="cabundle",resource="configmaps"}`] > configmapEvents &&
+			m[`workqueue_depth{controller="cabundle",name="cabundle"}`] == 0 &&
+			m[`controller_runtime_active_workers{controller="cabundle"}`] == 0
+	})
+	if got := p.metric(t, patchSeries); got != 0 {
+		t.Fatalf("%v PATCH requests after events that changed nothing of ours, want 0", got)
+	}
+
+	// The reconciler still writes on real drift.
 	corrupt(t, apiserviceName(sentinel), newCA(t, "stale"))
 	waitForBundle(t, apiserviceName(sentinel), good, restoreLimit)
 
 	// Exactly one write: the sentinel's restore.
-	p.waitMetric(t, "kmshealth_cabundle_corrections_total", 1)
+	p.waitMetric(t, corrections, 1)
 	if got := p.metric(t, patchSeries); got != 1 {
 		t.Errorf("%v PATCH requests, want exactly 1 (the sentinel's restore)", got)
 	}
@@ -127,7 +149,7 @@ func TestReconcileInvalidSourceLeavesBundle(t *testing.T) {
 		t.Errorf("%v PATCH requests for an invalid source, want 0", got)
 	}
 	for _, reason := range []string{"source_invalid", "source_missing"} {
-		if got := p.metric(t, `kmshealth_reconcile_errors_total{reason="`+reason+`"}`); got < 1 {
+		if got := p.metric(t, `kmshealth_reconcile_errors_total{controller="cabundle",reason="`+reason+`"}`); got < 1 {
 			t.Errorf("kmshealth_reconcile_errors_total{reason=%q} = %v, want >= 1", reason, got)
 		}
 	}
@@ -149,7 +171,7 @@ func TestReconcileLeaderElection(t *testing.T) {
 		waitForBundle(t, apiserviceName(name), good, restoreLimit)
 	}
 	follower := map[string]string{"a": "b", "b": "a"}[leader]
-	replicas[leader].waitMetric(t, "kmshealth_cabundle_corrections_total", 5)
+	replicas[leader].waitMetric(t, corrections, 5)
 	if got := replicas[follower].metric(t, patchSeries); got != 0 {
 		t.Errorf("follower %s sent %v PATCH requests, want 0: only the leader writes", follower, got)
 	}
@@ -162,7 +184,7 @@ func TestReconcileLeaderElection(t *testing.T) {
 	t.Logf("leader %s killed; %s took over after %s (lease duration 4s)", leader, newLeader, time.Since(killed).Round(10*time.Millisecond))
 	corrupt(t, apiserviceName(name), bad)
 	waitForBundle(t, apiserviceName(name), good, restoreLimit)
-	replicas[newLeader].waitMetric(t, "kmshealth_cabundle_corrections_total", 1)
+	replicas[newLeader].waitMetric(t, corrections, 1)
 }
 
 // waitForLeader watches the Lease until a holder other than not holds it.
@@ -208,4 +230,125 @@ func TestReconcileSurvivesAPIServerRestart(t *testing.T) {
 	corrupt(t, apiserviceName(name), bad)
 	took := waitForBundle(t, apiserviceName(name), good, 30*time.Second)
 	t.Logf("after the restart, drift restored in %s", took)
+}
+
+// TestReconcileRestoresReplacedAPIService: an installer rewrites the
+// APIService from a manifest that knows nothing of kmshealth — no caBundle,
+// no annotation — as `kubectl replace` or `helm upgrade --force` do. The
+// record, not the annotation, says what to keep: the caBundle is back
+// within a second.
+func TestReconcileRestoresReplacedAPIService(t *testing.T) {
+	name := unique(t)
+	good := newCA(t, "good")
+	managed(t, name, good)
+	startReconciler(t, "--leader-elect=false")
+
+	apis := agg(t).ApiregistrationV1().APIServices()
+	live, err := apis.Get(context.Background(), apiserviceName(name), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := &apiregv1.APIService{
+		ObjectMeta: metav1.ObjectMeta{Name: live.Name, ResourceVersion: live.ResourceVersion, Labels: map[string]string{"installed-by": "helm"}},
+		Spec:       live.Spec,
+	}
+	manifest.Spec.CABundle = nil
+	replaced, err := apis.Update(context.Background(), manifest, metav1.UpdateOptions{FieldManager: "kubectl-replace"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(replaced.Spec.CABundle) != 0 || replaced.Annotations[cabundle.SourceAnnotation] != "" {
+		t.Fatalf("the replace kept the caBundle or the annotation; the test would prove nothing")
+	}
+	took := waitForBundle(t, apiserviceName(name), good, time.Second)
+	t.Logf("replaced APIService restored after %s", took)
+}
+
+// TestReconcileRestoresRecreatedAPIService: the installer deletes the
+// APIService and creates it again (a new UID) during an upgrade.
+func TestReconcileRestoresRecreatedAPIService(t *testing.T) {
+	name := unique(t)
+	good := newCA(t, "good")
+	managed(t, name, good)
+	startReconciler(t, "--leader-elect=false")
+
+	apis := agg(t).ApiregistrationV1().APIServices()
+	live, err := apis.Get(context.Background(), apiserviceName(name), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := apis.Delete(context.Background(), live.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := &apiregv1.APIService{ObjectMeta: metav1.ObjectMeta{Name: live.Name}, Spec: live.Spec}
+	fresh.Spec.CABundle = nil
+	created, err := apis.Create(context.Background(), fresh, metav1.CreateOptions{FieldManager: "installer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.UID == live.UID {
+		t.Fatal("the APIService kept its UID; the test would prove nothing")
+	}
+	took := waitForBundle(t, apiserviceName(name), good, time.Second)
+	t.Logf("re-created APIService restored after %s", took)
+}
+
+// TestReconcileMetricsNeedToken: /metrics is served over HTTPS through
+// TokenReview and SubjectAccessReview: no token is 401, a ServiceAccount
+// RBAC does not allow is 403, one with get on the /metrics non-resource URL
+// is 200.
+func TestReconcileMetricsNeedToken(t *testing.T) {
+	p := startReconciler(t, "--leader-elect=false")
+	ctx := context.Background()
+	core := env.Clientset()
+	token := func(sa string) string {
+		if _, err := core.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = core.CoreV1().ServiceAccounts("default").Delete(ctx, sa, metav1.DeleteOptions{}) })
+		tr, err := core.CoreV1().ServiceAccounts("default").CreateToken(ctx, sa, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.Status.Token
+	}
+	denied, allowed := token("metrics-denied"), token("metrics-reader")
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "test-metrics-reader"},
+		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "test-metrics-reader"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "default", Name: "metrics-reader"}}}
+	if _, err := core.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := core.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = core.RbacV1().ClusterRoleBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{})
+		_ = core.RbacV1().ClusterRoles().Delete(ctx, role.Name, metav1.DeleteOptions{})
+	})
+	if !strings.HasPrefix(p.MetricsURL, "https://") {
+		t.Fatalf("metrics served at %s, want HTTPS", p.MetricsURL)
+	}
+	for _, tt := range []struct {
+		who   string
+		token string
+		want  int
+	}{
+		{"no token", "", http.StatusUnauthorized},
+		{"a ServiceAccount without access", denied, http.StatusForbidden},
+		{"a ServiceAccount allowed get on /metrics", allowed, http.StatusOK},
+	} {
+		code, body, err := devenv.Scrape(p.MetricsURL, tt.token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code != tt.want {
+			t.Errorf("%s: %d, want %d (%.100s)", tt.who, code, tt.want, body)
+		}
+		if code == http.StatusOK && !strings.Contains(string(body), "workqueue_depth") {
+			t.Errorf("%s: the standard workqueue metrics are missing", tt.who)
+		}
+	}
 }

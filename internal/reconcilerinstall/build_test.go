@@ -2,8 +2,6 @@ package reconcilerinstall
 
 import (
 	"encoding/json"
-	"flag"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/incluster"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/incluster"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconciler"
@@ -60,15 +60,12 @@ func TestArgsParseWithTheReconcilersOwnFlags(t *testing.T) {
 	if args[0] != "reconcile" {
 		t.Fatalf("first argument %q, want the reconcile mode", args[0])
 	}
-	fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	var o reconciler.Options
-	o.Bind(fs)
-	expanded := make([]string, 0, len(args)-1)
-	for _, a := range args[1:] { // kubelet expands $(POD_NAMESPACE)
+	expanded := make([]string, 0, len(args))
+	for _, a := range args { // kubelet expands $(POD_NAMESPACE)
 		expanded = append(expanded, strings.ReplaceAll(a, "$(POD_NAMESPACE)", "kmshealth-system"))
 	}
-	if err := fs.Parse(expanded); err != nil {
+	if err := incluster.ParseArgs("reconcile", expanded, &o); err != nil {
 		t.Fatalf("reconcile rejects %q: %v", expanded, err)
 	}
 	if err := o.Validate(); err != nil {

@@ -7,13 +7,13 @@ package reporter
 
 import (
 	"errors"
-	"flag"
 	"fmt"
-	"net"
 	"os"
-	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/incluster"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 )
 
@@ -31,16 +31,11 @@ type Options struct {
 	MetricsBindAddress     string
 }
 
-type stringList []string
-
-func (s *stringList) String() string     { return strings.Join(*s, ",") }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
-
-// Bind registers the flags on fs, with defaults.
-func (o *Options) Bind(fs *flag.FlagSet) {
+// AddFlags registers the flags on fs, with defaults.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means in-cluster configuration")
 	fs.StringVar(&o.NodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name, from the downward API (default $NODE_NAME)")
-	fs.Var((*stringList)(&o.Sockets), "kms-socket", "a KMS v2 plugin endpoint, unix:///var/run/kmsplugin/kms-<keyID>.sock; repeat for each plugin")
+	fs.StringArrayVar(&o.Sockets, "kms-socket", nil, "a KMS v2 plugin endpoint, unix:///var/run/kmsplugin/kms-<keyID>.sock; repeat for each plugin")
 	fs.StringVar(&o.SocketDir, "socket-dir", "", "probe every kms-<keyID>.sock in this directory instead of --kms-socket (listed each tick)")
 	fs.DurationVar(&o.Interval, "interval", kmshealth.DefaultInterval, "probe and write every interval, with 10% jitter")
 	fs.DurationVar(&o.ReadTimeout, "read-timeout", kmshealth.DefaultReadTimeout, "timeout of each plugin's Status call")
@@ -93,12 +88,9 @@ func (o *Options) Validate() error {
 	if _, err := kmshealth.ParseTarget(o.Target); err != nil {
 		errs = append(errs, fmt.Errorf("--target: %w", err))
 	}
-	for flagName, addr := range map[string]string{"--health-probe-bind-address": o.HealthProbeBindAddress, "--metrics-bind-address": o.MetricsBindAddress} {
-		if addr == "0" {
-			continue
-		}
-		if _, _, err := net.SplitHostPort(addr); err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q: want host:port, :port or 0: %w", flagName, addr, err))
+	for flagName, addr := range map[string]string{"health-probe-bind-address": o.HealthProbeBindAddress, "metrics-bind-address": o.MetricsBindAddress} {
+		if err := incluster.ValidateBindAddress(flagName, addr); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

@@ -1,17 +1,18 @@
 package reporter
 
 import (
-	"flag"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 func parse(t *testing.T, args ...string) Options {
 	t.Helper()
 	t.Setenv("NODE_NAME", "")
 	var o Options
-	fs := flag.NewFlagSet("report", flag.ContinueOnError)
-	o.Bind(fs)
+	fs := pflag.NewFlagSet("report", pflag.ContinueOnError)
+	o.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}

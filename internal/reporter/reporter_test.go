@@ -155,7 +155,7 @@ func TestReportersAndAggregator(t *testing.T) {
 	target := kmshealth.DefaultTarget()
 	installCRD(t, target)
 	recLog := &devenv.SyncBuffer{}
-	rec, err := devenv.StartReconcile(ctx, binary, recLog, "--kubeconfig="+env.Kubeconfig, "--leader-elect=false",
+	rec, err := devenv.StartReconcile(ctx, binary, recLog, env.Token, "--kubeconfig="+env.Kubeconfig, "--leader-elect=false",
 		"--kms-max-staleness="+staleness.String())
 	if err != nil {
 		t.Fatalf("start reconciler: %v\n%s", err, recLog)

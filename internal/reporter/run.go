@@ -2,9 +2,7 @@ package reporter
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
-	"os"
 	"sync/atomic"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/incluster"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
@@ -28,11 +27,12 @@ const jitter = 0.1
 // process exit code.
 func Main(version string, args []string) int {
 	var o Options
-	if !incluster.ParseFlags("report", args, &o) {
-		return 2
+	if code := incluster.Parse("report", args, &o); code >= 0 {
+		return code
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("component", "kmshealth-reporter", "version", version, "node", o.NodeName)
-	return incluster.RunUntilSignal(log, "reporter", func(ctx context.Context) error { return Run(ctx, o, version, log) })
+	log := klog.Background().WithValues("node", o.NodeName)
+	log.Info("Starting", "component", "kmshealth-reporter", "version", version)
+	return incluster.RunUntilSignal("reporter", func(ctx context.Context) error { return Run(ctx, o, version, log) })
 }
 
 // Reporter is one node's probe-and-write loop.
@@ -44,13 +44,13 @@ type Reporter struct {
 	kind    string // resolved on the first write, then cached
 	builder kmshealth.ConditionBuilder
 	now     func() time.Time
-	log     *slog.Logger
+	log     klog.Logger
 	metrics *metrics
 	lastRun atomic.Int64 // unix nanoseconds of the last finished tick
 }
 
 // New builds a reporter; it does not contact the API server.
-func New(o Options, cfg *rest.Config, log *slog.Logger) (*Reporter, error) {
+func New(o Options, cfg *rest.Config, log klog.Logger) (*Reporter, error) {
 	target, err := kmshealth.ParseTarget(o.Target)
 	if err != nil {
 		return nil, err
@@ -76,7 +76,7 @@ func New(o Options, cfg *rest.Config, log *slog.Logger) (*Reporter, error) {
 // Run probes and writes every --interval until ctx ends. It fails only when
 // its flags or HTTP listeners are unusable, never because of the API server
 // or a plugin.
-func Run(ctx context.Context, o Options, version string, log *slog.Logger) error {
+func Run(ctx context.Context, o Options, version string, log klog.Logger) error {
 	cfg, err := incluster.RESTConfig(o.Kubeconfig, "kmshealth-reporter/"+version)
 	if err != nil {
 		return err
@@ -87,15 +87,15 @@ func Run(ctx context.Context, o Options, version string, log *slog.Logger) error
 	}
 	health := http.NewServeMux()
 	health.HandleFunc("/healthz", r.healthz)
-	if err := incluster.Serve(ctx, o.HealthProbeBindAddress, health, log); err != nil {
+	if err := incluster.Serve(ctx, o.HealthProbeBindAddress, health); err != nil {
 		return err
 	}
 	metricsMux := http.NewServeMux()
 	metricsMux.Handle("/metrics", promhttp.HandlerFor(r.metrics.registry, promhttp.HandlerOpts{}))
-	if err := incluster.Serve(ctx, o.MetricsBindAddress, metricsMux, log); err != nil {
+	if err := incluster.Serve(ctx, o.MetricsBindAddress, metricsMux); err != nil {
 		return err
 	}
-	log.Info("started", "target", r.target.String(), "interval", o.Interval.String(), "sockets", o.Sockets, "socketDir", o.SocketDir)
+	log.Info("Started", "target", r.target.String(), "interval", o.Interval.String(), "sockets", o.Sockets, "socketDir", o.SocketDir)
 	wait.JitterUntilWithContext(ctx, r.Tick, o.Interval, jitter, true)
 	return nil
 }
@@ -113,11 +113,11 @@ func (r *Reporter) Tick(ctx context.Context) {
 	defer cancel()
 	if err := r.write(wctx, cond); err != nil {
 		r.metrics.writes.WithLabelValues("dropped").Inc()
-		r.log.Warn("condition write dropped", "status", string(cond.Status), "reason", cond.Reason, "error", err.Error())
+		r.log.Error(err, "Condition write dropped", "status", string(cond.Status), "reason", cond.Reason)
 		return
 	}
 	r.metrics.writes.WithLabelValues("ok").Inc()
-	r.log.Debug("condition written", "status", string(cond.Status), "reason", cond.Reason)
+	r.log.V(2).Info("Condition written", "status", string(cond.Status), "reason", cond.Reason)
 }
 
 func (r *Reporter) probe(ctx context.Context) []kmshealth.Plugin {
@@ -125,7 +125,7 @@ func (r *Reporter) probe(ctx context.Context) []kmshealth.Plugin {
 	if err != nil {
 		// An unreadable socket directory: report no plugins (Unknown/Error)
 		// rather than nothing at all.
-		r.log.Warn("cannot list KMS sockets", "error", err.Error())
+		r.log.Error(err, "Cannot list KMS sockets")
 	}
 	start := time.Now()
 	results := kmshealth.Probe(ctx, sockets, r.opts.ReadTimeout, r.now)
@@ -135,7 +135,7 @@ func (r *Reporter) probe(ctx context.Context) []kmshealth.Plugin {
 		plugins[i] = res.Plugin()
 		r.metrics.pluginHealthy.WithLabelValues(res.Socket.KeyID).Set(boolFloat(plugins[i].Status == kmshealth.StatusHealthy))
 		if plugins[i].Status != kmshealth.StatusHealthy {
-			r.log.Warn("KMS plugin not healthy", "keyID", plugins[i].KeyID, "status", string(plugins[i].Status), "detail", plugins[i].Detail)
+			r.log.Info("KMS plugin not healthy", "keyID", plugins[i].KeyID, "status", string(plugins[i].Status), "detail", plugins[i].Detail)
 		}
 	}
 	return plugins

@@ -3,9 +3,7 @@ package reporterinstall
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"io"
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -20,6 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/incluster"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reporter"
@@ -139,23 +138,11 @@ func (l *Live) reporterContainer() *corev1.Container {
 	return nil
 }
 
-// ParseArgs reads a reporter command line with the report mode's own flag
-// set, so the two cannot disagree.
+// ParseArgs reads a reporter command line with the report mode's own
+// flags.
 func ParseArgs(args []string) (reporter.Options, error) {
 	var o reporter.Options
-	if len(args) == 0 || args[0] != "report" {
-		return o, fmt.Errorf("arguments %q: want the report mode", args)
-	}
-	fs := flag.NewFlagSet("report", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	o.Bind(fs)
-	if err := fs.Parse(args[1:]); err != nil {
-		return o, fmt.Errorf("arguments %q: %w", args, err)
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("arguments %q: unexpected %q", args, fs.Args())
-	}
-	return o, nil
+	return o, incluster.ParseArgs("report", args, &o)
 }
 
 // Config reconstructs the installation from the cluster, for import and

@@ -357,7 +357,7 @@ func startReconciler(ctx context.Context, bin string, env *testenv.Env) (*devenv
 	if err != nil {
 		return nil, err
 	}
-	p, err := devenv.StartReconcile(ctx, bin, logf, "--kubeconfig="+env.Kubeconfig, "--namespace=default",
+	p, err := devenv.StartReconcile(ctx, bin, logf, env.Token, "--kubeconfig="+env.Kubeconfig, "--namespace=default",
 		"--kms-max-staleness="+(kmshealth.StalenessFactor*reportInterval).String())
 	if err != nil {
 		return nil, fmt.Errorf("%w; see %s", err, logf.Name())

@@ -226,7 +226,7 @@ func (b *bench) aggregator(ctx context.Context) error {
 	fmt.Printf("(c) aggregator, %d nodes' conditions (plus the bench reporter's)\n    judge in process (parse, evaluate, build KMSPluginsDegraded), %d rounds: %s\n", len(conds), b.rounds, judge.Summary())
 
 	var log bytes.Buffer // the process writes stdout and stderr from one goroutine
-	rec, err := devenv.StartReconcile(ctx, b.bin, &log, "--kubeconfig="+b.env.Kubeconfig, "--leader-elect=false")
+	rec, err := devenv.StartReconcile(ctx, b.bin, &log, b.env.Token, "--kubeconfig="+b.env.Kubeconfig, "--leader-elect=false")
 	if err != nil {
 		return fmt.Errorf("%w\n%s", err, log.String())
 	}

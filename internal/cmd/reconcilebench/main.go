@@ -286,7 +286,7 @@ func (b *bench) start() (*devenv.Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := devenv.StartReconcile(context.Background(), b.bin, logf,
+	p, err := devenv.StartReconcile(context.Background(), b.bin, logf, b.env.Token,
 		"--kubeconfig="+b.env.Kubeconfig, "--namespace=default", "--leader-elect=true")
 	if err != nil {
 		return nil, err

@@ -1,0 +1,426 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// Kind is one resource the watches can follow: how to list and watch it,
+// and which updates matter.
+type Kind struct {
+	// Resource names the kind in logs and metrics, e.g. "secrets".
+	Resource string
+	object   runtime.Object
+	newLW    func(namespace string, tweak func(*metav1.ListOptions)) cache.ListerWatcher
+	// Relevant, when set, says whether an update of an object matters
+	// (e.g. only label changes of Nodes); nil means every update does.
+	Relevant func(old, new any) bool
+	// ManagedFields keeps metadata.managedFields in the cache, for kinds
+	// whose field ownership a pattern checks; other kinds drop them.
+	ManagedFields bool
+}
+
+// TypedKind follows resource through a typed REST client (a clientset's
+// CoreV1().RESTClient(), ApiregistrationV1().RESTClient()), decoding into
+// obj's type.
+func TypedKind(client rest.Interface, resource string, obj runtime.Object) *Kind {
+	return &Kind{Resource: resource, object: obj, newLW: func(ns string, tweak func(*metav1.ListOptions)) cache.ListerWatcher {
+		return cache.NewFilteredListWatchFromClient(client, resource, ns, tweak)
+	}}
+}
+
+// DynamicKind follows gvr as unstructured objects.
+func DynamicKind(dyn dynamic.Interface, gvr schema.GroupVersionResource) *Kind {
+	return &Kind{Resource: gvr.Resource, object: nil, newLW: func(ns string, tweak func(*metav1.ListOptions)) cache.ListerWatcher {
+		ri := dyn.Resource(gvr).Namespace(ns)
+		return &cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				tweak(&o)
+				return ri.List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				tweak(&o)
+				return ri.Watch(ctx, o)
+			},
+		}
+	}}
+}
+
+// MetadataKind follows gvr as metadata only (PartialObjectMetadata), for
+// kinds whose bodies are large or none of our business (Nodes, CRDs).
+func MetadataKind(meta metadata.Interface, gvr schema.GroupVersionResource) *Kind {
+	return &Kind{Resource: gvr.Resource, object: &metav1.PartialObjectMetadata{}, newLW: func(ns string, tweak func(*metav1.ListOptions)) cache.ListerWatcher {
+		ri := meta.Resource(gvr).Namespace(ns)
+		return &cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				tweak(&o)
+				return ri.List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				tweak(&o)
+				return ri.Watch(ctx, o)
+			},
+		}
+	}}
+}
+
+// Ref is what a key depends on: one object (Name set), or every object of
+// the kind in Namespace ("" for all namespaces, and for cluster-scoped
+// kinds).
+type Ref struct {
+	Kind      *Kind
+	Namespace string
+	Name      string
+}
+
+// Named is the Ref of one object.
+func Named(k *Kind, namespace, name string) Ref { return Ref{Kind: k, Namespace: namespace, Name: name} }
+
+// All is the Ref of every object of k in namespace.
+func All(k *Kind, namespace string) Ref { return Ref{Kind: k, Namespace: namespace} }
+
+func (r Ref) String() string {
+	switch {
+	case r.Name == "" && r.Namespace == "":
+		return r.Kind.Resource
+	case r.Name == "":
+		return r.Kind.Resource + " in " + r.Namespace
+	case r.Namespace == "":
+		return r.Kind.Resource + "/" + r.Name
+	}
+	return r.Kind.Resource + "/" + r.Namespace + "/" + r.Name
+}
+
+// Cache reads what the watches hold. Objects are shared with the cache:
+// never modify them.
+type Cache interface {
+	// Get returns the object r names (r.Name set); exists is false when it
+	// does not exist or its watch has not listed yet (see Synced).
+	Get(r Ref) (obj any, exists bool)
+	// List returns the objects of a Ref without a name.
+	List(r Ref) []any
+	// Synced reports whether every ref is watched and listed.
+	Synced(refs ...Ref) bool
+	// Err is the error of r's last failed list (e.g. Forbidden), nil once
+	// a list succeeds: a watch that cannot list never syncs.
+	Err(r Ref) error
+}
+
+// watches is the process-lifetime set of watches of one controller. It
+// starts one informer per Ref in use — a field-selected one (metadata.name)
+// for a named object, so the cache holds that object alone and RBAC can be
+// limited to it by resourceNames — and stops it when no key depends on it
+// any longer. The watches survive a lost lease: a replica that leads again
+// starts warm.
+type watches struct {
+	name  string
+	roots []Ref
+	deps  func(Cache) map[string][]Ref
+
+	mu      sync.Mutex
+	ctx     context.Context
+	running map[Ref]*informer
+	uses    map[string][]Ref // key -> the refs it depends on
+	sink    func(key string) // the current leader's queue, nil while not leading
+}
+
+// informer is a plain informer (store + controller, no shared-informer
+// fan-out): three goroutines per watched object instead of about nine.
+type informer struct {
+	mu         sync.Mutex
+	listErr    error
+	store      cache.Store
+	controller cache.Controller
+	cancel     context.CancelFunc
+	users      map[string]struct{}
+	root       bool
+}
+
+func newWatches(name string, roots []Ref, deps func(Cache) map[string][]Ref) *watches {
+	return &watches{name: name, roots: roots, deps: deps, running: map[Ref]*informer{}, uses: map[string][]Ref{}}
+}
+
+// start starts the root watches; they run until ctx ends.
+func (w *watches) start(ctx context.Context) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ctx = ctx
+	for _, r := range w.roots {
+		w.startLocked(r).root = true
+	}
+}
+
+// attach makes enqueue receive the keys of every event from now on, and
+// hands it every key in use: a replica that starts leading looks at
+// everything, which may have drifted while another led. It returns the
+// function that detaches it.
+func (w *watches) attach(enqueue func(string)) (detach func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.sink = enqueue
+	for key := range w.uses {
+		enqueue(key)
+	}
+	return func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.sink = nil
+	}
+}
+
+// count is the number of running watches.
+func (w *watches) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.running)
+}
+
+// Get implements Cache.
+func (w *watches) Get(r Ref) (any, bool) {
+	w.mu.Lock()
+	wt := w.running[r]
+	w.mu.Unlock()
+	if wt == nil || r.Name == "" {
+		return nil, false
+	}
+	items := wt.store.List()
+	if len(items) == 0 {
+		return nil, false
+	}
+	return items[0], true
+}
+
+// List implements Cache.
+func (w *watches) List(r Ref) []any {
+	w.mu.Lock()
+	wt := w.running[r]
+	w.mu.Unlock()
+	if wt == nil {
+		return nil
+	}
+	return wt.store.List()
+}
+
+// Synced implements Cache; with no refs it reports whether every running
+// watch has listed (the readiness of the controller).
+func (w *watches) Synced(refs ...Ref) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(refs) == 0 {
+		for _, wt := range w.running {
+			if !wt.controller.HasSynced() {
+				return false
+			}
+		}
+		return true
+	}
+	for _, r := range refs {
+		wt := w.running[r]
+		if wt == nil || !wt.controller.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// refresh recomputes what every key depends on, starts and stops watches
+// accordingly, and enqueues the keys that are new or whose dependencies
+// changed.
+func (w *watches) refresh() {
+	want := w.deps(w)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ctx == nil {
+		return
+	}
+	var changed []string
+	for key, refs := range want {
+		old, had := w.uses[key]
+		if had && slices.Equal(old, refs) {
+			continue
+		}
+		for _, r := range refs {
+			wt := w.running[r]
+			if wt == nil {
+				wt = w.startLocked(r)
+			}
+			wt.users[key] = struct{}{}
+		}
+		w.uses[key] = refs
+		w.releaseLocked(key, old, refs)
+		changed = append(changed, key)
+	}
+	for key, old := range w.uses {
+		if _, ok := want[key]; !ok {
+			w.releaseLocked(key, old, nil)
+			delete(w.uses, key)
+			changed = append(changed, key) // let the pattern see it is gone
+		}
+	}
+	if w.sink != nil {
+		for _, key := range changed {
+			w.sink(key)
+		}
+	}
+}
+
+// releaseLocked drops key's use of the refs in old that keep is without,
+// stopping watches nobody uses.
+func (w *watches) releaseLocked(key string, old, keep []Ref) {
+	for _, r := range old {
+		if slices.Contains(keep, r) {
+			continue
+		}
+		wt := w.running[r]
+		if wt == nil {
+			continue
+		}
+		delete(wt.users, key)
+		if len(wt.users) == 0 && !wt.root {
+			wt.cancel()
+			delete(w.running, r)
+			klog.V(4).InfoS("stopped watch", "controller", w.name, "ref", r.String())
+		}
+	}
+}
+
+func (w *watches) startLocked(r Ref) *informer {
+	tweak := func(o *metav1.ListOptions) {}
+	if r.Name != "" {
+		sel := fields.OneTermEqualSelector("metadata.name", r.Name).String()
+		tweak = func(o *metav1.ListOptions) { o.FieldSelector = sel }
+	}
+	wt := &informer{users: map[string]struct{}{}}
+	notify := func() { w.notify(r, wt) }
+	handler := cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { notify() },
+		UpdateFunc: func(o, n any) {
+			if r.Kind.Relevant == nil || r.Kind.Relevant(o, n) {
+				notify()
+			}
+		},
+		DeleteFunc: func(any) { notify() },
+	}
+	wt.store, wt.controller = cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: &recordingLW{ListerWatcherWithContext: cache.ToListerWatcherWithContext(r.Kind.newLW(r.Namespace, tweak)), w: wt, notify: notify},
+		ObjectType:    objectType(r.Kind),
+		Handler:       handler,
+		Transform:     r.Kind.transform,
+	})
+	ctx, cancel := context.WithCancel(w.ctx)
+	wt.cancel = cancel
+	go wt.controller.RunWithContext(ctx)
+	go func() {
+		// An object that does not exist sends no event: tell its users
+		// once the (empty) list is in.
+		if cache.WaitForCacheSync(ctx.Done(), wt.controller.HasSynced) {
+			notify()
+		}
+	}()
+	w.running[r] = wt
+	klog.V(4).InfoS("started watch", "controller", w.name, "ref", r.String())
+	return wt
+}
+
+// Err implements Cache.
+func (w *watches) Err(r Ref) error {
+	w.mu.Lock()
+	wt := w.running[r]
+	w.mu.Unlock()
+	if wt == nil {
+		return nil
+	}
+	wt.mu.Lock()
+	defer wt.mu.Unlock()
+	return wt.listErr
+}
+
+// recordingLW records the outcome of each list, and tells the users of a
+// watch when a list fails (a key whose input cannot be read is reported,
+// not silently left unsynced).
+type recordingLW struct {
+	cache.ListerWatcherWithContext
+	w      *informer
+	notify func()
+}
+
+func (l *recordingLW) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	obj, err := l.ListerWatcherWithContext.ListWithContext(ctx, o)
+	l.w.mu.Lock()
+	l.w.listErr = err
+	l.w.mu.Unlock()
+	if err != nil && ctx.Err() == nil {
+		l.notify()
+	}
+	return obj, err
+}
+
+// List and Watch satisfy cache.ListerWatcher; the reflector calls the
+// context variants.
+func (l *recordingLW) List(o metav1.ListOptions) (runtime.Object, error) {
+	return l.ListWithContext(context.Background(), o)
+}
+
+func (l *recordingLW) Watch(o metav1.ListOptions) (watch.Interface, error) {
+	return l.WatchWithContext(context.Background(), o)
+}
+
+// notify handles an event of the watch of r: a root may change what keys
+// depend on; every user of r is enqueued.
+func (w *watches) notify(r Ref, wt *informer) {
+	watchEvents.WithLabelValues(w.name, r.Kind.Resource).Inc()
+	if wt.root {
+		w.refresh()
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.sink == nil {
+		return
+	}
+	for key := range wt.users {
+		w.sink(key)
+	}
+}
+
+func objectType(k *Kind) runtime.Object {
+	if k.object == nil {
+		return &unstructured.Unstructured{}
+	}
+	return k.object
+}
+
+// transform keeps the cache to what the pattern compares: managedFields
+// only for kinds whose ownership a pattern checks.
+func (k *Kind) transform(obj any) (any, error) {
+	if k.ManagedFields {
+		return obj, nil
+	}
+	return dropManagedFields(obj)
+}
+
+// dropManagedFields drops what no comparison needs.
+func dropManagedFields(obj any) (any, error) {
+	if m, ok := obj.(interface {
+		SetManagedFields([]metav1.ManagedFieldsEntry)
+	}); ok {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// String describes the watches, for errors.
+func (w *watches) String() string { return fmt.Sprintf("watches of %s", w.name) }
