@@ -33,12 +33,14 @@ resource "kmshealth_apiservice_cabundle" "this" {
 }
 
 # The in-cluster reconciler: restores the caBundle within milliseconds of an
-# out-of-band overwrite, between applies. It may read exactly the source
-# object above (RBAC resourceNames) and no other Secret or ConfigMap.
+# out-of-band overwrite, between applies, even when an installer replaces or
+# re-creates the APIService (what it keeps is recorded in a ConfigMap of its
+# own). It may read exactly the source object above and patch exactly that
+# APIService (RBAC resourceNames), and nothing else.
 resource "kmshealth_reconciler" "this" {
   namespace         = var.reconciler_namespace
   create_namespace  = var.create_reconciler_namespace
-  ca_bundle_sources = [kmshealth_apiservice_cabundle.this.ca_bundle_source]
+  ca_bundles        = { (kmshealth_apiservice_cabundle.this.apiservice_name) = kmshealth_apiservice_cabundle.this.ca_bundle_source }
   image             = var.reconciler_image
 
   # The KMS health aggregator rolls up what the reporter below writes.

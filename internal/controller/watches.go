@@ -88,7 +88,9 @@ type Ref struct {
 }
 
 // Named is the Ref of one object.
-func Named(k *Kind, namespace, name string) Ref { return Ref{Kind: k, Namespace: namespace, Name: name} }
+func Named(k *Kind, namespace, name string) Ref {
+	return Ref{Kind: k, Namespace: namespace, Name: name}
+}
 
 // All is the Ref of every object of k in namespace.
 func All(k *Kind, namespace string) Ref { return Ref{Kind: k, Namespace: namespace} }

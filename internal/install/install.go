@@ -52,8 +52,8 @@ func ValidateImage(image string) error {
 // ValidateNamespace checks the namespace of an installation.
 func ValidateNamespace(namespace string) []string { return validation.IsDNS1123Label(namespace) }
 
-// ID is the import ID of the installation namespace/name: <namespace>/<name>.
-func ID(namespace, name string) string { return namespace + "/" + name }
+// ImportID is the import ID of the installation namespace/name: <namespace>/<name>.
+func ImportID(namespace, name string) string { return namespace + "/" + name }
 
 // ParseID splits an import ID, checking the namespace and, with
 // validateName, the name. example is a valid ID, shown when id has not the

@@ -2,12 +2,16 @@ package install
 
 import (
 	"errors"
+	"fmt"
+	"sort"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 )
 
 func testOwner() Owner {
@@ -101,15 +105,95 @@ func TestParseID(t *testing.T) {
 }
 
 func TestDrift(t *testing.T) {
-	var d Drift
-	extract := func(v any) func() (any, error) { return func() (any, error) { return v, nil } }
-	d.Check("A", false, false, nil, 1)
-	d.Check("B", true, false, nil, 1)
-	d.Check("C", true, true, extract(map[string]int{"x": 1}), map[string]int{"x": 2})
-	d.Check("D", true, true, extract(map[string]int{"x": 1}), map[string]int{"x": 1})
-	d.Check("E", true, true, func() (any, error) { return nil, errors.New("cannot extract") }, 1)
-	want := []string{"A is missing", "B is not managed by kmshealth", "C was changed", "E was changed"}
-	if strings.Join(d, "|") != strings.Join(want, "|") {
-		t.Errorf("Drift = %q, want %q", d, want)
+	o := testOwner()
+	sa := func(name string, labels map[string]string, manager string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("v1")
+		u.SetKind("ServiceAccount")
+		u.SetNamespace("ns")
+		u.SetName(name)
+		u.SetLabels(labels)
+		if manager != "" {
+			// What the API server records for an apply of the labels.
+			fields := `{"f:metadata":{"f:labels":{` + labelFields(labels) + `}}}`
+			u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: manager, Operation: metav1.ManagedFieldsOperationApply,
+				APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}})
+		}
+		return u
+	}
+	id := func(name string) ID { return ID{Kind: ServiceAccounts, Namespace: "ns", Name: name} }
+	body := func(name string) any { return corev1ac.ServiceAccount(name, "ns").WithLabels(o.Labels("x")) }
+	d := Declaration{Owner: o, Namespace: "ns", Objects: []Object{
+		{ID: id("missing"), Body: body("missing")},
+		{ID: id("foreign"), Body: body("foreign")},
+		{ID: id("changed"), Body: body("changed")},
+		{ID: id("in-sync"), Body: body("in-sync")},
+		{ID: id("by-name-only")},
+	}, Released: []Released{{ID: ID{Kind: Namespaces, Name: "ns"}, Body: corev1ac.Namespace("ns")}},
+		Sweep: []Kind{ServiceAccounts}}
+	changedLabels := o.Labels("x")
+	changedLabels[ComponentLabel] = "edited"
+	l := &Live{owner: o, objects: map[ID]*unstructured.Unstructured{
+		id("missing"):                  nil,
+		id("foreign"):                  sa("foreign", nil, "kubectl"),
+		id("changed"):                  sa("changed", changedLabels, FieldManager),
+		id("in-sync"):                  sa("in-sync", o.Labels("x"), FieldManager),
+		{Kind: Namespaces, Name: "ns"}: {Object: map[string]any{"metadata": map[string]any{"name": "ns", "labels": toAny(o.Labels("x"))}}},
+	}}
+	leftover := sa("leftover", o.Labels("x"), FieldManager)
+	l.swept = []*unstructured.Unstructured{l.objects[id("in-sync")], leftover}
+	l.sweptIDs = []ID{id("in-sync"), id("leftover")}
+	want := []string{
+		"ServiceAccount ns/missing is missing",
+		"ServiceAccount ns/foreign is not managed by kmshealth",
+		"ServiceAccount ns/changed was changed",
+		"Namespace ns is still labelled as the installation's",
+		"ServiceAccount ns/leftover is left over",
+	}
+	if got := l.Drift(d); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("Drift =\n%q\nwant\n%q", got, want)
+	}
+	if !l.Exists(d) {
+		t.Error("Exists = false with objects of the installation left")
+	}
+}
+
+func labelFields(labels map[string]string) string {
+	var parts []string
+	for k := range labels {
+		parts = append(parts, fmt.Sprintf("%q:{}", "f:"+k))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+func toAny(m map[string]string) map[string]any {
+	out := map[string]any{}
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func TestContains(t *testing.T) {
+	live := map[string]any{"spec": map[string]any{
+		"names":    map[string]any{"kind": "KMSHealth", "plural": "kmshealths", "shortNames": []any{"kh"}},
+		"versions": []any{map[string]any{"name": "v1beta1"}, map[string]any{"name": "v1alpha1", "served": true, "maxLength": int64(316)}},
+		"enum":     []any{"True", "False"},
+	}}
+	for _, tt := range []struct {
+		want any
+		ok   bool
+	}{
+		{map[string]any{"spec": map[string]any{"names": map[string]any{"kind": "KMSHealth"}}}, true},
+		{map[string]any{"spec": map[string]any{"versions": []any{map[string]any{"name": "v1alpha1", "maxLength": 316.0}}}}, true},
+		{map[string]any{"spec": map[string]any{"versions": []any{map[string]any{"name": "v1alpha1", "served": false}}}}, false},
+		{map[string]any{"spec": map[string]any{"enum": []any{"True", "False"}}}, true},
+		{map[string]any{"spec": map[string]any{"enum": []any{"True"}}}, false}, // lists of scalars are compared whole
+		{map[string]any{"spec": map[string]any{"scope": "Cluster"}}, false},
+	} {
+		if got := contains(live, tt.want); got != tt.ok {
+			t.Errorf("contains(live, %v) = %v, want %v", tt.want, got, tt.ok)
+		}
 	}
 }

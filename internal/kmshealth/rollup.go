@@ -34,7 +34,9 @@ type RollupPlan struct {
 }
 
 // Empty reports whether the plan writes nothing.
-func (p RollupPlan) Empty() bool { return len(p.Orphans) == 0 && !p.RemoveDegraded && p.Degraded == nil }
+func (p RollupPlan) Empty() bool {
+	return len(p.Orphans) == 0 && !p.RemoveDegraded && p.Degraded == nil
+}
 
 // Rollup decides what the aggregator writes: the removal of orphaned node
 // conditions, else KMSPluginsDegraded when, and only when, its status,

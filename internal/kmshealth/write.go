@@ -6,21 +6,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"time"
 
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/yaml"
 )
 
@@ -162,91 +157,35 @@ func IsOurs(conditionType string) bool {
 	return reporter || conditionType == DegradedCondition
 }
 
-// InstallCRD applies the KMSHealth CRD as fieldManager and waits, by a
-// watch, until the API server reports it Established.
-func InstallCRD(ctx context.Context, dyn dynamic.Interface, fieldManager string) error {
-	crd := CRD()
-	if _, err := dyn.Resource(CRDGVR).Apply(ctx, crd.GetName(), crd, metav1.ApplyOptions{FieldManager: fieldManager, Force: true}); err != nil {
-		return fmt.Errorf("apply CRD %s: %w", CRDName, err)
-	}
-	established := func(u *unstructured.Unstructured) bool {
-		for _, c := range Conditions(u) {
-			if c.Type == "Established" && c.Status == metav1.ConditionTrue {
-				return true
-			}
+// Established reports whether a CustomResourceDefinition is served, and
+// an error when its names were rejected (waiting cannot help then).
+func Established(crd *unstructured.Unstructured) (bool, error) {
+	ok := false
+	for _, c := range Conditions(crd) {
+		switch {
+		case c.Type == "Established" && c.Status == metav1.ConditionTrue:
+			ok = true
+		case c.Type == "NamesAccepted" && c.Status == metav1.ConditionFalse:
+			return false, fmt.Errorf("CustomResourceDefinition %s: names not accepted: %s", crd.GetName(), c.Message)
 		}
-		return false
 	}
-	if err := WaitFor(ctx, dyn, CRDGVR, CRDName, established); err != nil {
-		return fmt.Errorf("CRD %s not established: %w", CRDName, err)
-	}
-	return nil
-}
-
-// WaitFor watches the cluster-scoped object name of gvr until done holds
-// for it (checked on the current state first, then on every event) or ctx
-// ends.
-func WaitFor(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, name string, done func(*unstructured.Unstructured) bool) error {
-	sel := fields.OneTermEqualSelector("metadata.name", name).String()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = sel
-			return dyn.Resource(gvr).List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = sel
-			return dyn.Resource(gvr).Watch(ctx, o)
-		},
-	}
-	check := func(obj any) bool {
-		u, ok := obj.(*unstructured.Unstructured)
-		return ok && done(u)
-	}
-	_, err := watchtools.UntilWithSync(ctx, lw, &unstructured.Unstructured{}, func(s cache.Store) (bool, error) {
-		for _, o := range s.List() {
-			if check(o) {
-				return true, nil
-			}
-		}
-		return false, nil
-	}, func(e watch.Event) (bool, error) { return check(e.Object), nil })
-	return err
+	return ok, nil
 }
 
 // WaitForCondition watches the target until its condition conditionType
 // has status, or ctx ends; the error then names the condition it waited
 // for.
 func WaitForCondition(ctx context.Context, dyn dynamic.Interface, t Target, conditionType string, status metav1.ConditionStatus) error {
-	err := WaitFor(ctx, dyn, t.GVR(), t.Name, func(u *unstructured.Unstructured) bool {
+	err := kube.WaitFor(ctx, dyn.Resource(t.GVR()), t.Name, func(u *unstructured.Unstructured) (bool, error) {
 		for _, c := range Conditions(u) {
 			if c.Type == conditionType {
-				return c.Status == status
+				return c.Status == status, nil
 			}
 		}
-		return false
+		return false, nil
 	})
 	if err != nil {
 		return fmt.Errorf("%s=%s on %s: %w", conditionType, status, t, err)
 	}
 	return nil
-}
-
-// EnsureObject creates the (empty) KMSHealth object t.Name if it does not
-// exist. Right after the CRD is established the resource may take a moment
-// to be served; NotFound is retried until ctx ends.
-func EnsureObject(ctx context.Context, dyn dynamic.Interface, t Target, fieldManager string) error {
-	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": Group + "/" + Version, "kind": Kind,
-		"metadata": map[string]any{"name": t.Name},
-	}}
-	return wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		_, err := dyn.Resource(t.GVR()).Apply(ctx, t.Name, obj, metav1.ApplyOptions{FieldManager: fieldManager})
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("create %s: %w", t, err)
-		}
-		return true, nil
-	})
 }

@@ -26,7 +26,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/reporterinstall"
 )
 
 const healthAddr = "data.kmshealth_kms_plugin_health.test"
@@ -51,7 +53,7 @@ func ensureKMSHealthCRD(t *testing.T) {
 	case !apierrors.IsNotFound(err):
 		t.Fatal(err)
 	}
-	if err := kmshealth.InstallCRD(ctx, dynamicClient(), "kmshealth-test"); err != nil {
+	if err := reporterinstall.InstallCRD(ctx, testInstallClients(), testTargetInstallation(kmshealth.DefaultTarget())); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -103,13 +105,22 @@ func createKMSHealth(t *testing.T, tg kmshealth.Target) {
 // createKMSHealthObject creates the KMSHealth object tg, retrying while a
 // CRD just established is not served yet.
 func createKMSHealthObject(tg kmshealth.Target) error {
-	dyn, err := dynamic.NewForConfig(env.RESTConfig())
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return kmshealth.EnsureObject(ctx, dyn, tg, "kmshealth-test")
+	return reporterinstall.CreateTarget(ctx, testInstallClients(), testTargetInstallation(tg))
+}
+
+// testTargetInstallation is the reporter installation whose CRD and
+// targets these tests create, through the installer, as
+// kmshealth_reporter does.
+func testTargetInstallation(tg kmshealth.Target) reporterinstall.Config {
+	c := reporterinstall.DefaultConfig("kube-system", "kmshealth-test")
+	c.Target = tg
+	return c
+}
+
+func testInstallClients() install.Clients {
+	return install.Clients{Core: env.Clientset(), Dynamic: dynamicClient()}
 }
 
 // newKMSHealthTarget installs the CRD if needed and creates this test's

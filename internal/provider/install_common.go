@@ -59,13 +59,12 @@ func (m installedMode) keepInState(ctx context.Context, resp *resource.ReadRespo
 }
 
 // objectsInSync is the value of objects_in_sync: whether the live
-// installation holds what want builds. Drift, or objects that cannot be
-// rebuilt, are warned about.
-func objectsInSync[C, O any](diags *diag.Diagnostics, m installedMode, want C, build func(C) (O, error), drift func(O) []string) types.Bool {
-	objs, err := build(want)
-	found := []string{"the installed objects cannot be rebuilt: " + fmt.Sprint(err)}
-	if err == nil {
-		found = drift(objs)
+// installation holds what the state declares. Drift, or a configuration
+// that cannot be declared, is warned about.
+func objectsInSync(diags *diag.Diagnostics, m installedMode, invalid error, drift func() []string) types.Bool {
+	found := []string{"the installed objects cannot be rebuilt: " + fmt.Sprint(invalid)}
+	if invalid == nil {
+		found = drift()
 	}
 	if len(found) > 0 {
 		diags.AddWarning(m.title+" objects drifted",
@@ -75,21 +74,23 @@ func objectsInSync[C, O any](diags *diag.Diagnostics, m installedMode, want C, b
 }
 
 // applyFailed reports a failed Apply: a foreign object at the attribute
-// that can fix it (foreignAttr, usually name), a refusal as such, and a
-// write that failed half-way with what to do next, marking the objects
-// out of sync. It reports whether anything may have been written, i.e.
-// whether the state must record the installation.
-func (m installedMode) applyFailed(diags *diag.Diagnostics, err error, foreignAttr path.Path, inSync *types.Bool) bool {
+// that can fix it (foreignAttr), a refusal as such, and a write that
+// failed half-way with what to do next, marking the objects out of sync.
+// It reports whether anything may have been written, i.e. whether the
+// state must record the installation.
+func (m installedMode) applyFailed(diags *diag.Diagnostics, err error, foreignAttr func(*install.ForeignError) path.Path, inSync *types.Bool) bool {
+	var foreign *install.ForeignError
+	refused := errors.Is(err, install.ErrRefused)
 	switch {
-	case errors.Is(err, install.ErrForeignObject):
-		diags.AddAttributeError(foreignAttr, "Object not managed by kmshealth", err.Error())
-	case install.Refused(err):
+	case errors.As(err, &foreign):
+		diags.AddAttributeError(foreignAttr(foreign), "Object not managed by kmshealth", err.Error())
+	case refused:
 		diags.AddError("Cannot install the "+m.name, err.Error())
 	default:
 		diags.AddError(m.title+" installed only in part", err.Error()+
 			"\n\nThe objects written so far are recorded; fix the cause and apply again, or destroy to remove them.")
 	}
-	if install.Refused(err) {
+	if refused {
 		return false
 	}
 	*inSync = types.BoolValue(false)

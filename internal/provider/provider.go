@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 )
 
@@ -276,6 +277,13 @@ func (c *Clients) coreAndDynamic(diags *diag.Diagnostics) (kubernetes.Interface,
 		return nil, nil, false
 	}
 	return c.core, c.dynamic, true
+}
+
+// installClients returns the clients of the installers, or adds the
+// connection error to diags and reports false.
+func (c *Clients) installClients(diags *diag.Diagnostics) (install.Clients, bool) {
+	core, dyn, ok := c.coreAndDynamic(diags)
+	return install.Clients{Core: core, Dynamic: dyn}, ok
 }
 
 // configure is the shared body of every resource's Configure.

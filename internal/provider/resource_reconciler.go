@@ -9,7 +9,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -17,12 +17,13 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/setdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
@@ -54,7 +55,7 @@ type reconcilerModel struct {
 	CreateNamespace types.Bool     `tfsdk:"create_namespace"`
 	Image           types.String   `tfsdk:"image"`
 	Replicas        types.Int64    `tfsdk:"replicas"`
-	CABundleSources types.Set      `tfsdk:"ca_bundle_sources"`
+	CABundles       types.Map      `tfsdk:"ca_bundles"`
 	KMSTarget       types.String   `tfsdk:"kms_target"`
 	KMSMaxStaleness types.String   `tfsdk:"kms_max_staleness"`
 	WaitForRollout  types.Bool     `tfsdk:"wait_for_rollout"`
@@ -88,15 +89,18 @@ func (m *reconcilerModel) config(ctx context.Context) (reconcilerinstall.Config,
 	} else {
 		c.KMSMaxStaleness = d
 	}
-	var sources []string
-	diags.Append(m.CABundleSources.ElementsAs(ctx, &sources, false)...)
-	for _, v := range sources {
+	var bundles map[string]string
+	diags.Append(m.CABundles.ElementsAs(ctx, &bundles, false)...)
+	for apiservice, v := range bundles {
 		s, err := cabundle.ParseSource(v)
 		if err != nil {
-			diags.AddAttributeError(path.Root("ca_bundle_sources"), "Invalid CA bundle source", err.Error())
+			diags.AddAttributeError(path.Root("ca_bundles").AtMapKey(apiservice), "Invalid CA bundle source", err.Error())
 			continue
 		}
-		c.Sources = append(c.Sources, s)
+		if c.CABundles == nil {
+			c.CABundles = map[string]cabundle.Source{}
+		}
+		c.CABundles[apiservice] = s
 	}
 	return c, diags
 }
@@ -119,7 +123,7 @@ func (r *reconcilerResource) Metadata(_ context.Context, req resource.MetadataRe
 }
 
 func (r *reconcilerResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	emptySet := types.SetValueMust(types.StringType, []attr.Value{})
+	emptyMap := types.MapValueMust(types.StringType, map[string]attr.Value{})
 	cpuRequest, memoryRequest, memoryLimit := resourceAttributes("reconciler", reconcilerinstall.DefaultResources())
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Installs the in-cluster reconciler (`terraform-provider-kmshealth reconcile`), which keeps every " +
@@ -166,17 +170,21 @@ func (r *reconcilerResource) Schema(ctx context.Context, _ resource.SchemaReques
 					"anti-affinity spreads them over nodes.",
 				Validators: []validator.Int64{int64validator.Between(1, math.MaxInt32)},
 			},
-			"ca_bundle_sources": schema.SetAttribute{
+			"ca_bundles": schema.MapAttribute{
 				ElementType: types.StringType,
 				Optional:    true, Computed: true,
-				Default: setdefault.StaticValue(emptySet),
-				MarkdownDescription: "CA bundle sources the reconciler may read, as `<Kind>/<namespace>/<name>/<key>`: exactly the " +
-					"`ca_bundle_source` attribute of `kmshealth_apiservice_cabundle`, so write " +
-					"`[for r in kmshealth_apiservice_cabundle.x : r.ca_bundle_source]`. For each namespace a Role " +
-					"`kmshealth-reconciler-<name>-sources` grants get/list/watch on exactly these Secrets and ConfigMaps (by " +
-					"`resourceNames`) and nothing else; an APIService whose source is missing here cannot be reconciled " +
-					"(the reconciler reports a Forbidden error).",
-				Validators: []validator.Set{setvalidator.ValueStringsAre(caBundleSource{})},
+				Default: mapdefault.StaticValue(emptyMap),
+				MarkdownDescription: "The APIServices the reconciler keeps, each with its CA bundle source as `<Kind>/<namespace>/<name>/<key>`: " +
+					"exactly the `apiservice_name` and `ca_bundle_source` of each `kmshealth_apiservice_cabundle`, so write " +
+					"`{ for r in kmshealth_apiservice_cabundle.x : r.apiservice_name => r.ca_bundle_source }`. They are recorded in the " +
+					"ConfigMap `<name>-record`, which the reconciler watches: that record, not the annotation on the APIService, is what it " +
+					"keeps, so an APIService that its installer replaces or re-creates gets its caBundle back. The ClusterRole may read and " +
+					"patch exactly these APIServices, and for each source namespace a Role `kmshealth-reconciler-<name>-sources` grants " +
+					"get/list/watch on exactly these Secrets and ConfigMaps (by `resourceNames`) and nothing else.",
+				Validators: []validator.Map{
+					mapvalidator.KeysAre(objectName),
+					mapvalidator.ValueStringsAre(caBundleSource{}),
+				},
 			},
 			"kms_target": schema.StringAttribute{
 				Optional: true, Computed: true,
@@ -215,7 +223,7 @@ func (r *reconcilerResource) Schema(ctx context.Context, _ resource.SchemaReques
 			},
 			"metrics_service": schema.StringAttribute{
 				Computed:            true,
-				MarkdownDescription: "Name of the Service in front of `/metrics` (port 8080): `<name>-metrics`.",
+				MarkdownDescription: "Name of the Service in front of `/metrics` (port 8443, HTTPS; callers need a token whose RBAC allows `get` on the `/metrics` non-resource URL): `<name>-metrics`.",
 			},
 			"objects_in_sync": schema.BoolAttribute{
 				Computed: true,
@@ -291,13 +299,12 @@ func (r *reconcilerResource) Read(ctx context.Context, req resource.ReadRequest,
 	if resp.Diagnostics.HasError() || !r.clients.Known() {
 		return // provider configuration unknown: keep the state as it is
 	}
-	core, err := r.clients.Core()
-	if err != nil {
-		connectionError(&resp.Diagnostics, err)
+	cl, ok := r.clients.installClients(&resp.Diagnostics)
+	if !ok {
 		return
 	}
 	ns, name := state.Namespace.ValueString(), state.Name.ValueString()
-	live, err := reconcilerinstall.Observe(ctx, core, ns, name)
+	live, err := reconcilerinstall.Observe(ctx, cl, ns, name)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read the reconciler installation", err.Error())
 		return
@@ -320,7 +327,7 @@ func (r *reconcilerResource) Read(ctx context.Context, req resource.ReadRequest,
 		state.CreateNamespace = types.BoolValue(got.CreateNamespace)
 		state.WaitForRollout = types.BoolValue(false)
 	}
-	state.ObjectsInSync = objectsInSync(&resp.Diagnostics, reconcilerMode, want, reconcilerinstall.Build, live.Drift)
+	state.ObjectsInSync = objectsInSync(&resp.Diagnostics, reconcilerMode, want.Validate(), func() []string { return live.Drift(want) })
 
 	// Report the live values of what the resource manages, so an
 	// out-of-band change shows in the plan.
@@ -335,13 +342,13 @@ func (r *reconcilerResource) Read(ctx context.Context, req resource.ReadRequest,
 		}
 		state.setLiveResources(got.Resources)
 	}
-	sources := make([]string, len(got.Sources))
-	for i, s := range got.Sources {
-		sources[i] = s.String()
+	bundles := make(map[string]string, len(got.CABundles))
+	for apiservice, s := range got.CABundles {
+		bundles[apiservice] = s.String()
 	}
-	set, diags := types.SetValueFrom(ctx, types.StringType, sources)
+	recorded, diags := types.MapValueFrom(ctx, types.StringType, bundles)
 	resp.Diagnostics.Append(diags...)
-	state.CABundleSources = set
+	state.CABundles = recorded
 	state.setNames()
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
@@ -370,20 +377,22 @@ func (r *reconcilerResource) write(ctx context.Context, plan *reconcilerModel, t
 	if diags.Append(d...); diags.HasError() {
 		return false
 	}
-	core, err := r.clients.Core()
-	if err != nil {
-		connectionError(diags, err)
+	cl, ok := r.clients.installClients(diags)
+	if !ok {
 		return false
 	}
 	plan.setNames()
 	plan.ObjectsInSync = types.BoolValue(true)
-	if err := reconcilerinstall.Apply(ctx, core, c); err != nil {
-		return reconcilerMode.applyFailed(diags, err, path.Root("name"), &plan.ObjectsInSync)
+	if err := reconcilerinstall.Apply(ctx, cl, c); err != nil {
+		return reconcilerMode.applyFailed(diags, err, func(*install.ForeignError) path.Path { return path.Root("name") }, &plan.ObjectsInSync)
 	}
 	if plan.WaitForRollout.ValueBool() {
 		wctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		if err := reconcilerinstall.WaitForRollout(wctx, core, c.Namespace, c.Name); err != nil {
+		progress := func(p string) {
+			tflog.Info(ctx, "Waiting for the reconciler Deployment to roll out", map[string]any{"progress": p})
+		}
+		if err := reconcilerinstall.WaitForRollout(wctx, cl, c.Namespace, c.Name, progress); err != nil {
 			diags.AddError("Reconciler not rolled out", err.Error())
 		}
 	}
@@ -396,12 +405,11 @@ func (r *reconcilerResource) Delete(ctx context.Context, req resource.DeleteRequ
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	core, err := r.clients.Core()
-	if err != nil {
-		connectionError(&resp.Diagnostics, err)
+	cl, ok := r.clients.installClients(&resp.Diagnostics)
+	if !ok {
 		return
 	}
-	err = reconcilerinstall.Delete(ctx, core, state.Namespace.ValueString(), state.Name.ValueString(), state.CreateNamespace.ValueBool())
+	err := reconcilerinstall.Delete(ctx, cl, state.Namespace.ValueString(), state.Name.ValueString(), state.CreateNamespace.ValueBool())
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot uninstall the reconciler", err.Error())
 	}
@@ -435,8 +443,8 @@ func (caBundleSource) ValidateString(_ context.Context, req validator.StringRequ
 		// ParseSource speaks of the annotation it usually reads.
 		reason := strings.TrimPrefix(err.Error(), fmt.Sprintf("annotation %s=%q: ", cabundle.SourceAnnotation, v))
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid CA bundle source",
-			fmt.Sprintf("ca_bundle_sources: %q is not a CA bundle source (%s). Use the ca_bundle_source attribute of a kmshealth_apiservice_cabundle, "+
-				"e.g. [for r in kmshealth_apiservice_cabundle.x : r.ca_bundle_source], or write <Kind>/<namespace>/<name>/<key> with Kind Secret or ConfigMap, "+
+			fmt.Sprintf("ca_bundles: %q is not a CA bundle source (%s). Use the ca_bundle_source attribute of a kmshealth_apiservice_cabundle, "+
+				"e.g. { for r in kmshealth_apiservice_cabundle.x : r.apiservice_name => r.ca_bundle_source }, or write <Kind>/<namespace>/<name>/<key> with Kind Secret or ConfigMap, "+
 				"e.g. Secret/kube-system/metrics-server-tls/ca.crt.", v, reason))
 	}
 }

@@ -174,7 +174,8 @@ func checkDeploymentSpec(namespace, name, image string, replicas int32) resource
 			fail("container %q image %q, want reconciler %q", ct.Name, ct.Image, image)
 		}
 		// The two --kms-* flags that follow are checked by checkKMSArgs.
-		wantArgs := []string{"reconcile", "--namespace=$(POD_NAMESPACE)", "--leader-elect=true", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"}
+		wantArgs := []string{"reconcile", "--namespace=$(POD_NAMESPACE)", "--leader-elect=true", "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081",
+			"--record-configmap=" + name + "-record"}
 		if len(ct.Args) != len(wantArgs)+2 || !slices.Equal(ct.Args[:len(wantArgs)], wantArgs) {
 			fail("args %q, want %q", ct.Args, wantArgs)
 		}
@@ -185,7 +186,7 @@ func checkDeploymentSpec(namespace, name, image string, replicas int32) resource
 		for _, p := range ct.Ports {
 			ports[p.Name] = p.ContainerPort
 		}
-		if ports["metrics"] != 8080 || ports["health"] != 8081 {
+		if ports["metrics"] != 8443 || ports["health"] != 8081 {
 			fail("ports %v", ports)
 		}
 		for _, p := range []struct {
@@ -215,7 +216,7 @@ func checkDeploymentSpec(namespace, name, image string, replicas int32) resource
 		svc, err := env.Clientset().CoreV1().Services(namespace).Get(ctx, name+"-metrics", metav1.GetOptions{})
 		if err != nil {
 			fail("metrics Service: %v", err)
-		} else if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 8080 || svc.Spec.Ports[0].TargetPort.String() != "metrics" ||
+		} else if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 8443 || svc.Spec.Ports[0].TargetPort.String() != "metrics" ||
 			svc.Spec.Selector["app.kubernetes.io/instance"] != name {
 			fail("metrics Service spec %+v", svc.Spec)
 		}
@@ -352,7 +353,7 @@ locals {
 resource "kmshealth_reconciler" "test" {
   namespace         = %q
   name              = %q
-  ca_bundle_sources = [for r in local.cabundles : r.ca_bundle_source]
+  ca_bundles        = { for r in local.cabundles : r.apiservice_name => r.ca_bundle_source }
 }
 `, secretAPI, srcNS, inlineAPI, ca, ns, name)
 	image := install.DefaultImage("test")
@@ -363,8 +364,11 @@ resource "kmshealth_reconciler" "test" {
 		return authorizationv1.ResourceAttributes{Verb: verb, Group: "apiregistration.k8s.io", Resource: "apiservices", Name: n}
 	}
 	allowed := append(secretAccess(srcNS, "api-ca"),
-		apiservices("patch", secretAPI), apiservices("get", inlineAPI), apiservices("list", ""), apiservices("watch", ""),
+		apiservices("patch", secretAPI), apiservices("get", inlineAPI), apiservices("list", secretAPI), apiservices("watch", inlineAPI),
 		authorizationv1.ResourceAttributes{Namespace: "kube-system", Verb: "watch", Resource: "configmaps", Name: inlineCM},
+		authorizationv1.ResourceAttributes{Namespace: ns, Verb: "watch", Resource: "configmaps", Name: name + "-record"},
+		authorizationv1.ResourceAttributes{Verb: "create", Group: "authentication.k8s.io", Resource: "tokenreviews"},
+		authorizationv1.ResourceAttributes{Verb: "create", Group: "authorization.k8s.io", Resource: "subjectaccessreviews"},
 		authorizationv1.ResourceAttributes{Namespace: "default", Verb: "create", Resource: "events"},
 		authorizationv1.ResourceAttributes{Namespace: "default", Verb: "patch", Group: "events.k8s.io", Resource: "events"},
 		lease("get", "kmshealth-reconciler"), lease("update", "kmshealth-reconciler"), lease("create", ""),
@@ -382,6 +386,8 @@ resource "kmshealth_reconciler" "test" {
 		{Namespace: "kube-system", Verb: "delete", Resource: "configmaps", Name: inlineCM},
 		{Namespace: "kube-system", Verb: "patch", Resource: "configmaps", Name: inlineCM},
 		apiservices("delete", secretAPI), apiservices("create", ""),
+		apiservices("list", ""), apiservices("watch", ""), apiservices("patch", "v1."), apiservices("patch", "v1.unmanaged.example.com"),
+		{Namespace: ns, Verb: "update", Resource: "configmaps", Name: name + "-record"},
 		lease("update", "another-lease"), lease("delete", "kmshealth-reconciler"),
 		{Namespace: ns, Verb: "create", Resource: "pods"},
 	}
@@ -413,9 +419,9 @@ resource "kmshealth_reconciler" "test" {
 					resource.TestCheckResourceAttr(reconcilerAddr, "cluster_role", "kmshealth-reconciler:"+ns+":"+name),
 					resource.TestCheckResourceAttr(reconcilerAddr, "metrics_service", name+"-metrics"),
 					resource.TestCheckResourceAttr(reconcilerAddr, "objects_in_sync", "true"),
-					resource.TestCheckResourceAttr(reconcilerAddr, "ca_bundle_sources.#", "2"),
-					resource.TestCheckTypeSetElemAttr(reconcilerAddr, "ca_bundle_sources.*", "Secret/"+srcNS+"/api-ca/ca.crt"),
-					resource.TestCheckTypeSetElemAttr(reconcilerAddr, "ca_bundle_sources.*", "ConfigMap/kube-system/"+inlineCM+"/ca.crt"),
+					resource.TestCheckResourceAttr(reconcilerAddr, "ca_bundles.%", "2"),
+					resource.TestCheckResourceAttr(reconcilerAddr, "ca_bundles."+secretAPI, "Secret/"+srcNS+"/api-ca/ca.crt"),
+					resource.TestCheckResourceAttr(reconcilerAddr, "ca_bundles."+inlineAPI, "ConfigMap/kube-system/"+inlineCM+"/ca.crt"),
 					checkDeploymentSpec(ns, name, image, 2),
 					checkSourcesRole(srcNS, name, map[string][]string{"secrets": {"api-ca"}}),
 					checkSourcesRole("kube-system", name, map[string][]string{"configmaps": {inlineCM}}),
@@ -439,7 +445,7 @@ resource "kmshealth_reconciler" "test" {
 					checkDeploymentSpec(ns, name, image, 2),
 				),
 			},
-			// Someone narrows a sources Role: the source shows as missing,
+			// Someone narrows a sources Role: objects_in_sync turns false,
 			// and the apply grants it again.
 			outOfBand(config, func() {
 				roles := env.Clientset().RbacV1().Roles(srcNS)
@@ -498,11 +504,16 @@ func TestAccReconciler_update(t *testing.T) {
 	name := "kmshealth-reconciler" // the default
 	first := reconcilerConfig(fmt.Sprintf(`
   namespace         = %q
-  ca_bundle_sources = ["Secret/%s/one/ca.crt", "Secret/%s/one/tls.crt", "ConfigMap/%s/two/ca.pem", "Secret/%s/three/ca.crt"]
+  ca_bundles = {
+    "v1.one.example.com"   = "Secret/%s/one/ca.crt"
+    "v2.one.example.com"   = "Secret/%s/one/tls.crt"
+    "v1.two.example.com"   = "ConfigMap/%s/two/ca.pem"
+    "v1.three.example.com" = "Secret/%s/three/ca.crt"
+  }
 `, ns, nsA, nsA, nsA, nsB))
 	second := reconcilerConfig(fmt.Sprintf(`
   namespace         = %q
-  ca_bundle_sources = ["Secret/%s/four/ca.crt"]
+  ca_bundles        = { "v1.four.example.com" = "Secret/%s/four/ca.crt" }
   replicas          = 1
   image             = "registry.example.com/mirror/kmshealth:v9"
   cpu_request       = "0.05"
@@ -534,7 +545,7 @@ func TestAccReconciler_update(t *testing.T) {
 			{
 				Config: second,
 				Check: resource.ComposeAggregateTestCheckFunc(
-					resource.TestCheckResourceAttr(reconcilerAddr, "ca_bundle_sources.#", "1"),
+					resource.TestCheckResourceAttr(reconcilerAddr, "ca_bundles.%", "1"),
 					checkSourcesRole(nsA, name, map[string][]string{"secrets": {"four"}}),
 					checkNoSourcesRole(nsB, name),
 					checkAccess(ns, name, secretAccess(nsA, "four"), append(secretAccess(nsB, "three"), secretAccess(nsA, "one")...)),
@@ -589,7 +600,7 @@ func TestAccReconciler_createNamespace(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				Config:      reconcilerConfig(fmt.Sprintf("namespace = %q\ncreate_namespace = true", existing)),
-				ExpectError: wrappedRE(`namespace "` + existing + `" already exists and kmshealth did not create it`),
+				ExpectError: wrappedRE(`(?s)Namespace ` + existing + ` exists and was not created by this installation .*set create_namespace = false`),
 			},
 			{
 				Config:      reconcilerConfig(fmt.Sprintf("namespace = %q", ns)),
@@ -685,7 +696,7 @@ func TestAccReconciler_waitForRollout(t *testing.T) {
     create = "2s"
   }
 `, ns)),
-			ExpectError: wrappedRE(`deployment ` + ns + `/never did not roll out in time \(observed generation 0 of 1, 0 of 2 replicas updated`),
+			ExpectError: wrappedRE(`Deployment ` + ns + `/never did not roll out in time \(observed generation 0 of 1, 0 of 2 replicas updated`),
 		}},
 	})
 	if d := time.Since(start); d > 60*time.Second {
@@ -707,7 +718,7 @@ func TestAccReconciler_foreignObject(t *testing.T) {
 		ProtoV6ProviderFactories: protoV6,
 		Steps: []resource.TestStep{{
 			Config:      reconcilerConfig(fmt.Sprintf("namespace = %q", ns)),
-			ExpectError: wrappedRE(`ServiceAccount ` + ns + `/kmshealth-reconciler \(it lacks the labels`),
+			ExpectError: wrappedRE(`ServiceAccount ` + ns + `/kmshealth-reconciler exists and was not created by this installation \(it lacks the labels`),
 		}},
 		CheckDestroy: func(*terraform.State) error {
 			if _, err := sas.Get(ctx, "kmshealth-reconciler", metav1.GetOptions{}); err != nil {
@@ -740,9 +751,11 @@ replicas = 0`, `(?s)replicas.*must be between 1 and 2147483647, got: 0`),
 			planOnly(`namespace = "ok"
 image = ""`, `(?s)Invalid image.*image: must not be empty`),
 			planOnly(`namespace = "ok"
-ca_bundle_sources = ["Secret/default/no-key"]`, `(?s)Invalid CA bundle source.*"Secret/default/no-key".*want Kind/namespace/name/key`),
+ca_bundles = { "v1.x.example.com" = "Secret/default/no-key" }`, `(?s)Invalid CA bundle source.*"Secret/default/no-key".*want Kind/namespace/name/key`),
 			planOnly(`namespace = "ok"
-ca_bundle_sources = ["Pod/default/x/ca.crt"]`, `(?s)ca_bundle_sources.*kind "Pod": must be "Secret" or "ConfigMap"`),
+ca_bundles = { "v1.x.example.com" = "Pod/default/x/ca.crt" }`, `(?s)ca_bundles.*kind "Pod": must be "Secret" or "ConfigMap"`),
+			planOnly(`namespace = "ok"
+ca_bundles = { "Not_An_APIService" = "Secret/default/x/ca.crt" }`, `(?s)ca_bundles.*Not_An_APIService`),
 			planOnly(`namespace = "ok"
 cpu_request = "lots"`, `(?s)Invalid quantity.*cpu_request: "lots" is not a quantity`),
 			planOnly(`namespace = "ok"
@@ -829,7 +842,7 @@ resource "kmshealth_apiservice_cabundle" "api" {
 resource "kmshealth_reconciler" "test" {
   namespace         = %q
   replicas          = 1
-  ca_bundle_sources = [kmshealth_apiservice_cabundle.api.ca_bundle_source]
+  ca_bundles        = { (kmshealth_apiservice_cabundle.api.apiservice_name) = kmshealth_apiservice_cabundle.api.ca_bundle_source }
 }
 `, api, srcNS, ns)
 
@@ -891,7 +904,7 @@ resource "kmshealth_reconciler" "test" {
 		events := env.Clientset().CoreV1().Events(metav1.NamespaceDefault)
 		eventWatch := listWatch(events.List, events.Watch, "involvedObject.name="+api)
 		if err := waitUntil(eventWatch, &corev1.Event{}, 30*time.Second, func(e *corev1.Event) bool {
-			return e.Source.Component == "kmshealth-reconciler"
+			return e.ReportingController == "kmshealth-reconciler" || e.Source.Component == "kmshealth-reconciler"
 		}); err != nil {
 			return fail("no Event recorded for %s: %v", api, err)
 		}

@@ -257,16 +257,14 @@ func (r *reporterResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			},
 			"read_timeout": schema.StringAttribute{
 				Optional: true, Computed: true,
-				Default: stringdefault.StaticString(kmshealth.DefaultReadTimeout.String()),
-				MarkdownDescription: "Timeout of each plugin's `Status` call (`--read-timeout`). Default `" + kmshealth.DefaultReadTimeout.String() +
-					"`; must be shorter than `probe_interval`.",
+				MarkdownDescription: "Timeout of each plugin's `Status` call (`--read-timeout`). Default: `" + kmshealth.DefaultReadTimeout.String() +
+					"`, or a quarter of a `probe_interval` shorter than 20s, so the default fits every allowed interval; must be shorter than `probe_interval`.",
 				Validators: []validator.String{goDuration{}},
 			},
 			"write_timeout": schema.StringAttribute{
 				Optional: true, Computed: true,
-				Default: stringdefault.StaticString(kmshealth.DefaultWriteTimeout.String()),
 				MarkdownDescription: "Timeout of each condition write; a write that misses it is dropped, never queued (`--write-timeout`). " +
-					"Default `" + kmshealth.DefaultWriteTimeout.String() + "`; must be shorter than `probe_interval`.",
+					"Default: `" + kmshealth.DefaultWriteTimeout.String() + "`, or half a `probe_interval` shorter than 20s; must be shorter than `probe_interval`.",
 				Validators: []validator.String{goDuration{}},
 			},
 			"target": schema.StringAttribute{
@@ -368,6 +366,27 @@ func (r *reporterResource) Configure(_ context.Context, req resource.ConfigureRe
 	r.clients = configure(req.ProviderData, &resp.Diagnostics)
 }
 
+// timings are the interval and the timeouts of the configuration, unset
+// ones with their defaults; known is false when any is unknown or does not
+// parse (its validator reports that).
+func (m reporterModel) timings() (interval, read, write time.Duration, known bool) {
+	parse := func(v types.String, def time.Duration) (time.Duration, bool) {
+		if v.IsUnknown() {
+			return 0, false
+		}
+		if v.IsNull() {
+			return def, true
+		}
+		d, err := time.ParseDuration(v.ValueString())
+		return d, err == nil
+	}
+	interval, ok1 := parse(m.ProbeInterval, kmshealth.DefaultInterval)
+	defRead, defWrite := kmshealth.DefaultTimeouts(interval)
+	read, ok2 := parse(m.ReadTimeout, defRead)
+	write, ok3 := parse(m.WriteTimeout, defWrite)
+	return interval, read, write, ok1 && ok2 && ok3
+}
+
 // ValidateConfig checks what spans attributes: the timeouts against the
 // interval, install_crd against the target, the memory request against
 // the limit. Unset attributes count with their defaults.
@@ -377,36 +396,14 @@ func (r *reporterResource) ValidateConfig(ctx context.Context, req resource.Vali
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	durations := map[string]time.Duration{}
-	known := true
-	for attrName, d := range map[string]struct {
-		v   types.String
-		def time.Duration
-	}{
-		"probe_interval": {m.ProbeInterval, kmshealth.DefaultInterval},
-		"read_timeout":   {m.ReadTimeout, kmshealth.DefaultReadTimeout},
-		"write_timeout":  {m.WriteTimeout, kmshealth.DefaultWriteTimeout},
-	} {
-		switch {
-		case d.v.IsUnknown():
-			known = false
-		case d.v.IsNull():
-			durations[attrName] = d.def
-		default:
-			v, err := time.ParseDuration(d.v.ValueString())
-			if err != nil {
-				known = false // the attribute's validator reports it
+	if interval, read, write, known := m.timings(); known {
+		for _, e := range kmshealth.CheckTimings(interval, read, write) {
+			if e.Timing == kmshealth.Interval {
+				continue // the attribute's validator reports it
 			}
-			durations[attrName] = v
-		}
-	}
-	if known && durations["probe_interval"] >= kmshealth.MinInterval {
-		for _, a := range []string{"read_timeout", "write_timeout"} {
-			if d := durations[a]; d > 0 && d >= durations["probe_interval"] {
-				resp.Diagnostics.AddAttributeError(path.Root(a), "Timeout not shorter than the probe interval",
-					fmt.Sprintf("%s %s must be shorter than probe_interval %s, so that every probe ends before the next one: lower %s or raise probe_interval.",
-						a, d, durations["probe_interval"], a))
-			}
+			a := reporterinstall.TimingAttributes[e.Timing]
+			resp.Diagnostics.AddAttributeError(path.Root(a), "Timeout not shorter than the probe interval",
+				fmt.Sprintf("%s %s: lower %s or raise probe_interval.", a, e.Err, a))
 		}
 	}
 
@@ -428,7 +425,8 @@ func (r *reporterResource) ValidateConfig(ctx context.Context, req resource.Vali
 
 // ModifyPlan fills the defaults that depend on other values (image from the
 // provider's version, socket_dir unless kms_sockets is set, install_crd
-// from the target, run_as_group from run_as_user) and the computed names,
+// from the target, run_as_group from run_as_user, the timeouts from
+// probe_interval) and the computed names,
 // and plans objects_in_sync = true: a refresh that found drift makes that a
 // change, and the apply restores the objects.
 func (r *reporterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
@@ -465,6 +463,20 @@ func (r *reporterResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	if config.RunAsGroup.IsNull() {
 		plan.RunAsGroup = plan.RunAsUser
 	}
+	// Unset timeouts follow the interval.
+	if config.ReadTimeout.IsNull() || config.WriteTimeout.IsNull() {
+		read, write := types.StringUnknown(), types.StringUnknown()
+		if interval, err := time.ParseDuration(plan.ProbeInterval.ValueString()); err == nil && !plan.ProbeInterval.IsUnknown() {
+			r, w := kmshealth.DefaultTimeouts(interval)
+			read, write = types.StringValue(r.String()), types.StringValue(w.String())
+		}
+		if config.ReadTimeout.IsNull() {
+			plan.ReadTimeout = read
+		}
+		if config.WriteTimeout.IsNull() {
+			plan.WriteTimeout = write
+		}
+	}
 	plan.setNames()
 	plan.ObjectsInSync = types.BoolValue(true)
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
@@ -494,7 +506,7 @@ func (r *reporterResource) Read(ctx context.Context, req resource.ReadRequest, r
 	if resp.Diagnostics.HasError() || !r.clients.Known() {
 		return // provider configuration unknown: keep the state as it is
 	}
-	core, dyn, ok := r.clients.coreAndDynamic(&resp.Diagnostics)
+	cl, ok := r.clients.installClients(&resp.Diagnostics)
 	if !ok {
 		return
 	}
@@ -508,7 +520,7 @@ func (r *reporterResource) Read(ctx context.Context, req resource.ReadRequest, r
 			return
 		}
 	}
-	live, err := reporterinstall.Observe(ctx, core, dyn, ns, name, target)
+	live, err := reporterinstall.Observe(ctx, cl, ns, name, target)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read the reporter installation", err.Error())
 		return
@@ -536,7 +548,7 @@ func (r *reporterResource) Read(ctx context.Context, req resource.ReadRequest, r
 			return
 		}
 	}
-	state.ObjectsInSync = objectsInSync(&resp.Diagnostics, reporterMode, want, reporterinstall.Build, live.Drift)
+	state.ObjectsInSync = objectsInSync(&resp.Diagnostics, reporterMode, want.Validate(), func() []string { return live.Drift(want) })
 
 	// Report the live values of what the DaemonSet holds, so an
 	// out-of-band change shows in the plan (objects_in_sync covers the rest).
@@ -650,7 +662,7 @@ func (r *reporterResource) write(ctx context.Context, plan *reporterModel, timeo
 	if diags.Append(d...); diags.HasError() {
 		return false
 	}
-	core, dyn, ok := r.clients.coreAndDynamic(diags)
+	cl, ok := r.clients.installClients(diags)
 	if !ok {
 		return false
 	}
@@ -658,16 +670,18 @@ func (r *reporterResource) write(ctx context.Context, plan *reporterModel, timeo
 	plan.ObjectsInSync = types.BoolValue(true)
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := reporterinstall.Apply(wctx, core, dyn, c); err != nil {
+	if err := reporterinstall.Apply(wctx, cl, c); err != nil {
 		// A foreign CRD or target object is install_crd's to fix.
-		foreignAttr := path.Root("name")
-		if strings.Contains(err.Error(), "install_crd") {
-			foreignAttr = path.Root("install_crd")
+		foreignAttr := func(f *install.ForeignError) path.Path {
+			if f.ID.Kind == install.CustomResourceDefinitions || f.ID.Name == c.Target.Name && f.ID.Kind.GVR == c.Target.GVR() {
+				return path.Root("install_crd")
+			}
+			return path.Root("name")
 		}
 		return reporterMode.applyFailed(diags, err, foreignAttr, &plan.ObjectsInSync)
 	}
 	if !c.InstallCRD {
-		if _, err := kmshealth.GetTarget(ctx, dyn, c.Target); apierrors.IsNotFound(err) {
+		if _, err := kmshealth.GetTarget(ctx, cl.Dynamic, c.Target); apierrors.IsNotFound(err) {
 			diags.AddAttributeWarning(path.Root("target"), "Target not found",
 				fmt.Sprintf("%s does not exist (or its resource type is not served), so the reporters cannot write their conditions until it does. "+
 					"Create it, set install_crd = true to let kmshealth create a %s object, or correct target.", c.Target, kmshealth.Kind))
@@ -691,13 +705,13 @@ func (r *reporterResource) Delete(ctx context.Context, req resource.DeleteReques
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	core, dyn, ok := r.clients.coreAndDynamic(&resp.Diagnostics)
+	cl, ok := r.clients.installClients(&resp.Diagnostics)
 	if !ok {
 		return
 	}
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	deleted, err := reporterinstall.Delete(dctx, core, dyn, state.Namespace.ValueString(), state.Name.ValueString(), target, state.InstallCRD.ValueBool())
+	deleted, err := reporterinstall.Delete(dctx, cl, state.Namespace.ValueString(), state.Name.ValueString(), target, state.InstallCRD.ValueBool())
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot uninstall the reporter", err.Error())
 		return

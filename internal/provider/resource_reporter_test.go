@@ -27,6 +27,7 @@ import (
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmstest"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reporterinstall"
 )
 
@@ -433,13 +434,13 @@ func createTargetCRD(t *testing.T, group, kind, plural, name string) kmshealth.T
 		if err := crds.Delete(wctx, crd.GetName(), metav1.DeleteOptions{}); err != nil {
 			t.Errorf("delete CRD %s: %v", crd.GetName(), err)
 		}
-		if err := reporterinstall.WaitForCRDGone(wctx, dyn, crd.GetName()); err != nil {
+		if err := kube.WaitGone(wctx, dyn.Resource(kmshealth.CRDGVR), crd.GetName()); err != nil {
 			t.Error(err)
 		}
 	})
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := reporterinstall.WaitForCRD(wctx, dyn, crd.GetName()); err != nil {
+	if err := kube.WaitFor(wctx, dyn.Resource(kmshealth.CRDGVR), crd.GetName(), kmshealth.Established); err != nil {
 		t.Fatal(err)
 	}
 	target := kmshealth.Target{Group: group, Version: "v1", Resource: plural, Name: name}
@@ -602,7 +603,7 @@ func TestAccReporter_installCRDOff(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		_ = dyn.Resource(kmshealth.CRDGVR).Delete(ctx, kmshealth.CRDName, metav1.DeleteOptions{})
-		if err := reporterinstall.WaitForCRDGone(ctx, dyn, kmshealth.CRDName); err != nil {
+		if err := kube.WaitGone(ctx, dyn.Resource(kmshealth.CRDGVR), kmshealth.CRDName); err != nil {
 			t.Error(err)
 		}
 	})
@@ -668,7 +669,7 @@ func TestAccReporter_refused(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				Config:      reporterConfig(fmt.Sprintf("namespace = %q", ns)),
-				ExpectError: wrappedRE(`ServiceAccount ` + ns + `/kmshealth-reporter \(it lacks the labels`),
+				ExpectError: wrappedRE(`ServiceAccount ` + ns + `/kmshealth-reporter exists and was not created by this installation \(it lacks the labels`),
 			},
 			{
 				Config:      reporterConfig(fmt.Sprintf("namespace = %q", restricted)),
@@ -708,9 +709,9 @@ socket_dir = "/var/run/kmsplugin"`, `"kms_sockets"`, "cannot be specified when",
 			planOnly(`socket_dir = "run/kms"`, "socket_dir", `"run/kms" is not an absolute path`),
 			planOnly(`probe_interval = "1s"`, `probe_interval: "1s" must be at least 5s`),
 			planOnly(`probe_interval = "soon"`, `probe_interval: "soon" is not a duration`),
-			planOnly(`read_timeout = "30s"`, "read_timeout 30s must be shorter than probe_interval 30s"),
+			planOnly(`read_timeout = "30s"`, "read_timeout 30s: must be positive and shorter than the interval (30s)", "lower read_timeout or raise probe_interval"),
 			planOnly(`probe_interval = "45s"
-write_timeout = "1m"`, "write_timeout 1m0s must be shorter than probe_interval 45s"),
+write_timeout = "1m"`, "write_timeout 1m0s: must be positive and shorter than the interval (45s)"),
 			planOnly(`target = "kmshealths/cluster"`, "target", "want group/version/resource/name"),
 			planOnly(`target = "kmshealth.io/v1alpha1/KMSHealth/cluster"`, "target", `resource "KMSHealth" (plural, lower case)`),
 			planOnly(`target = "operator.openshift.io/v1/kubeapiservers/cluster"
@@ -827,5 +828,32 @@ exec "$@"`
 			Config: config,
 			Check:  runReporter,
 		}},
+	})
+}
+
+// TestAccReporter_shortInterval: the documented minimum probe_interval
+// plans and applies with the default timeouts, which follow the interval.
+func TestAccReporter_shortInterval(t *testing.T) {
+	ns := uniqueName(t)
+	mustCreateNamespace(t, ns)
+	name := reporterinstall.DefaultName
+	want := defaultReporterWant()
+	want.args = []string{"report", "--interval=5s", "--read-timeout=1.25s", "--write-timeout=2.5s", "--target=kmshealth.io/v1alpha1/kmshealths/cluster",
+		"--health-probe-bind-address=:8082", "--socket-dir=/var/run/kmsplugin"}
+	config := reporterConfig(fmt.Sprintf("namespace = %q\nprobe_interval = \"5s\"", ns))
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6,
+		CheckDestroy:             resource.ComposeAggregateTestCheckFunc(checkReporterUninstalled(ns, name), checkCRDGone),
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(reporterAddr, "read_timeout", "1.25s"),
+					resource.TestCheckResourceAttr(reporterAddr, "write_timeout", "2.5s"),
+					checkReporterObjects(ns, name, want),
+				),
+			},
+			{Config: config, PlanOnly: true},
+		},
 	})
 }

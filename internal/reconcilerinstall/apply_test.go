@@ -3,6 +3,7 @@ package reconcilerinstall
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
@@ -34,41 +36,40 @@ func createNamespace(t *testing.T, core kubernetes.Interface, name string) {
 	}
 }
 
-func observe(t *testing.T, core kubernetes.Interface, c Config) *Live {
+// clients are the installer's clients on the package's control plane.
+func clients() install.Clients {
+	return install.Clients{Core: env.Clientset(), Dynamic: dynamic.NewForConfigOrDie(env.RESTConfig())}
+}
+
+func observe(t *testing.T, c Config) *Live {
 	t.Helper()
-	l, err := Observe(context.Background(), core, c.Namespace, c.Name)
+	l, err := Observe(context.Background(), clients(), c.Namespace, c.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return l
 }
 
-func drift(t *testing.T, core kubernetes.Interface, c Config) []string {
+func drift(t *testing.T, c Config) []string {
 	t.Helper()
-	o, err := Build(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return observe(t, core, c).Drift(o)
+	return observe(t, c).Drift(c)
 }
 
-func mustApply(t *testing.T, core kubernetes.Interface, c Config) {
+func mustApply(t *testing.T, c Config) {
 	t.Helper()
-	if err := Apply(context.Background(), core, c); err != nil {
+	if err := Apply(context.Background(), clients(), c); err != nil {
 		t.Fatal(err)
 	}
-	if d := drift(t, core, c); len(d) != 0 {
+	if d := drift(t, c); len(d) != 0 {
 		t.Fatalf("drift right after Apply: %v", d)
 	}
 }
 
 // checkNothingLeft fails when any object of the installation is left.
-func checkNothingLeft(t *testing.T, core kubernetes.Interface, c Config) {
+func checkNothingLeft(t *testing.T, c Config) {
 	t.Helper()
-	l := observe(t, core, c)
-	if l.ServiceAccount != nil || l.ClusterRole != nil || l.ClusterRoleBinding != nil || l.LeaderRole != nil || l.LeaderRoleBinding != nil ||
-		l.Deployment != nil || l.PodDisruptionBudget != nil || l.MetricsService != nil || len(l.SourceRoles) != 0 || len(l.SourceRoleBindings) != 0 {
-		t.Errorf("left behind: %+v", l)
+	if l := observe(t, c); l.Exists() {
+		t.Errorf("left behind: %v", l.Drift(Config{Namespace: c.Namespace, Name: c.Name, Image: "x", Replicas: 1}))
 	}
 }
 
@@ -80,16 +81,16 @@ func TestApplyObserveDelete(t *testing.T) {
 	}
 	c := Config{
 		Namespace: "ri-apply", Name: "rec", Image: install.DefaultImage("test"), Replicas: 2,
-		Sources: []cabundle.Source{
-			{Kind: cabundle.KindSecret, Namespace: "ri-src-a", Name: "ca", Key: "ca.crt"},
-			{Kind: cabundle.KindConfigMap, Namespace: "ri-src-b", Name: "bundle", Key: "pem"},
+		CABundles: map[string]cabundle.Source{
+			"v1.a.example.com": {Kind: cabundle.KindSecret, Namespace: "ri-src-a", Name: "ca", Key: "ca.crt"},
+			"v1.b.example.com": {Kind: cabundle.KindConfigMap, Namespace: "ri-src-b", Name: "bundle", Key: "pem"},
 		},
 		Resources: install.Resources{CPURequest: "0.01", MemoryRequest: DefaultMemoryRequest, MemoryLimit: DefaultMemoryLimit},
 	}
-	mustApply(t, core, c)
-	l := observe(t, core, c)
+	mustApply(t, c)
+	l := observe(t, c)
 	got := l.Config()
-	if !slices.Equal(got.Sources, sortedSources(c.Sources)) || got.Replicas != 2 || got.Image != c.Image || got.CPURequest != "10m" || got.CreateNamespace {
+	if !maps.Equal(got.CABundles, c.CABundles) || got.Replicas != 2 || got.Image != c.Image || got.CPURequest != "10m" || got.CreateNamespace {
 		t.Errorf("observed %+v", got)
 	}
 
@@ -98,13 +99,13 @@ func TestApplyObserveDelete(t *testing.T) {
 	if _, err := core.AppsV1().Deployments("ri-apply").UpdateScale(ctx, "rec", scale, metav1.UpdateOptions{FieldManager: "kubectl"}); err != nil {
 		t.Fatal(err)
 	}
-	if d := drift(t, core, c); !slices.Contains(d, "Deployment ri-apply/rec was changed") {
+	if d := drift(t, c); !slices.Contains(d, "Deployment ri-apply/rec was changed") {
 		t.Errorf("drift after scale: %v", d)
 	}
-	if r := observe(t, core, c).Config().Replicas; r != 5 {
+	if r := observe(t, c).Config().Replicas; r != 5 {
 		t.Errorf("observed replicas %d after scale, want 5", r)
 	}
-	mustApply(t, core, c)
+	mustApply(t, c)
 
 	// kubectl edit of the ClusterRole: widening it is drift too.
 	crs := core.RbacV1().ClusterRoles()
@@ -116,10 +117,10 @@ func TestApplyObserveDelete(t *testing.T) {
 	if _, err := crs.Update(ctx, cr, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
 		t.Fatal(err)
 	}
-	if d := drift(t, core, c); !slices.Contains(d, "ClusterRole "+c.ClusterRoleName()+" was changed") {
+	if d := drift(t, c); !slices.Contains(d, "ClusterRole "+c.ClusterRoleName()+" was changed") {
 		t.Errorf("drift after edit: %v", d)
 	}
-	mustApply(t, core, c)
+	mustApply(t, c)
 	if cr, _ := crs.Get(ctx, c.ClusterRoleName(), metav1.GetOptions{}); slices.Contains(cr.Rules[0].Verbs, "delete") {
 		t.Errorf("Apply kept the widened rule: %v", cr.Rules[0].Verbs)
 	}
@@ -128,15 +129,15 @@ func TestApplyObserveDelete(t *testing.T) {
 	if err := core.CoreV1().Services("ri-apply").Delete(ctx, "rec-metrics", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if d := drift(t, core, c); !slices.Equal(d, []string{"Service ri-apply/rec-metrics is missing"}) {
+	if d := drift(t, c); !slices.Equal(d, []string{"Service ri-apply/rec-metrics is missing"}) {
 		t.Errorf("drift after delete: %v", d)
 	}
-	mustApply(t, core, c)
+	mustApply(t, c)
 
 	// Fewer sources and one replica: the Role in ri-src-b and the PDB go.
-	c.Sources = c.Sources[:1]
+	delete(c.CABundles, "v1.b.example.com")
 	c.Replicas = 1
-	mustApply(t, core, c)
+	mustApply(t, c)
 	if _, err := core.RbacV1().Roles("ri-src-b").Get(ctx, c.SourcesRoleName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("Role in a namespace no longer named is still there (err=%v)", err)
 	}
@@ -147,10 +148,10 @@ func TestApplyObserveDelete(t *testing.T) {
 		t.Errorf("PodDisruptionBudget kept with one replica (err=%v)", err)
 	}
 
-	if err := Delete(ctx, core, c.Namespace, c.Name, true); err != nil {
+	if err := Delete(ctx, clients(), c.Namespace, c.Name, true); err != nil {
 		t.Fatal(err)
 	}
-	checkNothingLeft(t, core, c)
+	checkNothingLeft(t, c)
 	ns, err := core.CoreV1().Namespaces().Get(ctx, "ri-apply", metav1.GetOptions{})
 	if err != nil || ns.DeletionTimestamp != nil {
 		t.Errorf("a namespace kmshealth did not create was deleted (err=%v)", err)
@@ -166,14 +167,15 @@ func TestApplyRefusesForeignObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := Config{Namespace: "ri-foreign", Name: "rec", Image: "x", Replicas: 1}
-	err := Apply(ctx, core, c)
-	if !errors.Is(err, install.ErrForeignObject) || !strings.Contains(err.Error(), "ServiceAccount ri-foreign/rec") {
+	err := Apply(ctx, clients(), c)
+	var foreign *install.ForeignError
+	if !errors.As(err, &foreign) || foreign.ID.String() != "ServiceAccount ri-foreign/rec" || !errors.Is(err, install.ErrRefused) {
 		t.Fatalf("Apply over a foreign ServiceAccount: %v", err)
 	}
-	if l := observe(t, core, c); l.Deployment != nil || l.ClusterRole != nil {
+	if l := observe(t, c); l.Exists() {
 		t.Error("a refused Apply wrote objects")
 	}
-	if err := Delete(ctx, core, c.Namespace, c.Name, false); err != nil {
+	if err := Delete(ctx, clients(), c.Namespace, c.Name, false); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := core.CoreV1().ServiceAccounts("ri-foreign").Get(ctx, "rec", metav1.GetOptions{}); err != nil {
@@ -182,35 +184,35 @@ func TestApplyRefusesForeignObjects(t *testing.T) {
 
 	// create_namespace over an existing namespace is refused too.
 	c.Name, c.CreateNamespace = "other", true
-	if err := Apply(ctx, core, c); !errors.Is(err, install.ErrForeignObject) || !strings.Contains(err.Error(), "create_namespace = false") {
+	if err := Apply(ctx, clients(), c); !errors.Is(err, install.ErrForeignObject) || !strings.Contains(err.Error(), "create_namespace = false") {
 		t.Errorf("create_namespace over an existing namespace: %v", err)
 	}
 	// A source namespace that does not exist fails before any write.
 	c.CreateNamespace = false
-	c.Sources = []cabundle.Source{{Kind: cabundle.KindSecret, Namespace: "ri-missing", Name: "x", Key: "k"}}
-	if err := Apply(ctx, core, c); err == nil || !strings.Contains(err.Error(), `namespace "ri-missing" of the CA bundle source(s) Secret/ri-missing/x/k not found`) {
+	c.CABundles = map[string]cabundle.Source{"v1.x.example.com": {Kind: cabundle.KindSecret, Namespace: "ri-missing", Name: "x", Key: "k"}}
+	if err := Apply(ctx, clients(), c); !errors.Is(err, install.ErrRefused) || !strings.Contains(err.Error(), `namespace "ri-missing" not found: it would hold Role ri-missing/kmshealth-reconciler-other-sources`) {
 		t.Errorf("missing source namespace: %v", err)
 	}
-	checkNothingLeft(t, core, c)
+	checkNothingLeft(t, c)
 }
 
 func TestCreateNamespace(t *testing.T) {
 	ctx := context.Background()
 	core := env.Clientset()
 	c := Config{Namespace: "ri-created", Name: "rec", Image: "x", Replicas: 1, CreateNamespace: true}
-	mustApply(t, core, c)
-	if !observe(t, core, c).NamespaceCreated() {
+	mustApply(t, c)
+	if !observe(t, c).NamespaceCreated() {
 		t.Fatal("namespace not marked as created by kmshealth")
 	}
 	// create_namespace turned off: the namespace is handed over, so the
 	// Delete that follows keeps it.
 	c.CreateNamespace = false
-	mustApply(t, core, c)
+	mustApply(t, c)
 	ns, _ := core.CoreV1().Namespaces().Get(ctx, c.Namespace, metav1.GetOptions{})
 	if _, ok := ns.Labels[install.InstanceLabel]; ok {
 		t.Errorf("labels kept after create_namespace = false: %v", ns.Labels)
 	}
-	if err := Delete(ctx, core, c.Namespace, c.Name, true); err != nil {
+	if err := Delete(ctx, clients(), c.Namespace, c.Name, true); err != nil {
 		t.Fatal(err)
 	}
 	if ns, err := core.CoreV1().Namespaces().Get(ctx, c.Namespace, metav1.GetOptions{}); err != nil || ns.DeletionTimestamp != nil {
@@ -218,11 +220,11 @@ func TestCreateNamespace(t *testing.T) {
 	}
 
 	c = Config{Namespace: "ri-created-2", Name: "rec", Image: "x", Replicas: 1, CreateNamespace: true}
-	mustApply(t, core, c)
-	if err := Delete(ctx, core, c.Namespace, c.Name, true); err != nil {
+	mustApply(t, c)
+	if err := Delete(ctx, clients(), c.Namespace, c.Name, true); err != nil {
 		t.Fatal(err)
 	}
-	checkNothingLeft(t, core, c)
+	checkNothingLeft(t, c)
 	// There is no namespace controller here: the namespace stays Terminating.
 	ns, err := core.CoreV1().Namespaces().Get(ctx, c.Namespace, metav1.GetOptions{})
 	if err == nil && ns.DeletionTimestamp == nil {
@@ -235,20 +237,27 @@ func TestWaitForRollout(t *testing.T) {
 	core := env.Clientset()
 	createNamespace(t, core, "ri-rollout")
 	c := Config{Namespace: "ri-rollout", Name: "rec", Image: "x", Replicas: 2}
-	mustApply(t, core, c)
+	mustApply(t, c)
 
 	// No kubelet, no controller: the rollout never finishes.
 	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
-	err := WaitForRollout(short, core, c.Namespace, c.Name)
+	err := WaitForRollout(short, clients(), c.Namespace, c.Name, nil)
 	if err == nil || !strings.Contains(err.Error(), "did not roll out in time (observed generation 0 of 1, 0 of 2 replicas updated") {
 		t.Fatalf("WaitForRollout without a controller: %v", err)
 	}
 
-	// Play the Deployment controller once, after the wait has started.
+	// Play the Deployment controller once, after the wait has seen the
+	// Deployment (its first progress report).
 	done := make(chan error, 1)
-	go func() { done <- WaitForRollout(ctx, core, c.Namespace, c.Name) }()
-	time.Sleep(200 * time.Millisecond)
+	seen := make(chan string, 10)
+	go func() { done <- WaitForRollout(ctx, clients(), c.Namespace, c.Name, func(p string) { seen <- p }) }()
+	select {
+	case p := <-seen:
+		t.Logf("waiting: %s", p)
+	case <-time.After(10 * time.Second):
+		t.Fatal("WaitForRollout reported no progress")
+	}
 	d, err := core.AppsV1().Deployments(c.Namespace).Get(ctx, c.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -266,7 +275,7 @@ func TestWaitForRollout(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("WaitForRollout did not return after the status was rolled out")
 	}
-	if err := Delete(ctx, core, c.Namespace, c.Name, false); err != nil {
+	if err := Delete(ctx, clients(), c.Namespace, c.Name, false); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -3,9 +3,10 @@ package reconcilerinstall
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -34,6 +35,7 @@ type Objects struct {
 	LeaderRoleBinding   *rbacv1ac.RoleBindingApplyConfiguration
 	SourceRoles         []*rbacv1ac.RoleApplyConfiguration // one per source namespace, sorted
 	SourceRoleBindings  []*rbacv1ac.RoleBindingApplyConfiguration
+	Record              *corev1ac.ConfigMapApplyConfiguration
 	Deployment          *appsv1ac.DeploymentApplyConfiguration
 	PodDisruptionBudget *policyv1ac.PodDisruptionBudgetApplyConfiguration // nil when Replicas is 1
 	MetricsService      *corev1ac.ServiceApplyConfiguration
@@ -50,6 +52,7 @@ func Build(c Config) (Objects, error) {
 		ClusterRoleBinding: BuildClusterRoleBinding(c),
 		LeaderRole:         BuildLeaderRole(c),
 		LeaderRoleBinding:  BuildLeaderRoleBinding(c),
+		Record:             BuildRecord(c),
 		Deployment:         BuildDeployment(c),
 		MetricsService:     BuildMetricsService(c),
 	}
@@ -84,19 +87,27 @@ func (c Config) subject() *rbacv1ac.SubjectApplyConfiguration {
 }
 
 // BuildClusterRole grants what the controllers need cluster-wide: the
-// caBundle controller's APIServices (watched, then patched by server-side
-// apply) and Events (written in "default" for cluster-scoped APIServices);
-// the KMS aggregator's Node metadata (list/watch), the KMSHealth CRD and the
-// one KMSHealth object "cluster" (read and watched by name, status patched).
+// caBundle controller's APIServices, exactly those kept (each watched by
+// name, then patched by server-side apply), and Events (written in
+// "default" for cluster-scoped APIServices); the KMS aggregator's Node
+// metadata (list/watch), the KMSHealth CRD and the one KMSHealth object
+// "cluster" (read and watched by name, status patched); TokenReviews and
+// SubjectAccessReviews, to authenticate and authorize /metrics callers.
 // Nothing about Secrets or ConfigMaps: those are granted per object by the
-// sources Roles.
+// sources Roles and the leader-election Role.
 func BuildClusterRole(c Config) *rbacv1ac.ClusterRoleApplyConfiguration {
-	rules := []*rbacv1ac.PolicyRuleApplyConfiguration{
-		rbacv1ac.PolicyRule().WithAPIGroups(apiregv1.GroupName).WithResources("apiservices").WithVerbs("get", "list", "watch", "patch"),
+	var rules []*rbacv1ac.PolicyRuleApplyConfiguration
+	if names := c.APIServices(); len(names) > 0 {
+		rules = append(rules, rbacv1ac.PolicyRule().WithAPIGroups(apiregv1.GroupName).WithResources("apiservices").
+			WithResourceNames(names...).WithVerbs("get", "list", "watch", "patch"))
+	}
+	rules = append(rules,
+		rbacv1ac.PolicyRule().WithAPIGroups(authenticationv1.GroupName).WithResources("tokenreviews").WithVerbs("create"),
+		rbacv1ac.PolicyRule().WithAPIGroups(authorizationv1.GroupName).WithResources("subjectaccessreviews").WithVerbs("create"),
 		rbacv1ac.PolicyRule().WithAPIGroups(corev1.GroupName).WithResources("events").WithVerbs("create", "patch"),
 		rbacv1ac.PolicyRule().WithAPIGroups(eventsv1.GroupName).WithResources("events").WithVerbs("create", "patch"),
 		rbacv1ac.PolicyRule().WithAPIGroups(corev1.GroupName).WithResources("nodes").WithVerbs("list", "watch"),
-	}
+	)
 	t := c.kmsTarget()
 	if t.IsDefault() {
 		// The aggregator watches the CRD so a cluster without it costs no polling.
@@ -120,16 +131,29 @@ func BuildClusterRoleBinding(c Config) *rbacv1ac.ClusterRoleBindingApplyConfigur
 		WithSubjects(c.subject())
 }
 
-// BuildLeaderRole grants the leader-election Lease. RBAC cannot restrict
-// create by name (the name is not known before the object exists), so
-// create is granted on leases in Namespace, get and update on LeaseName only.
+// BuildLeaderRole grants the leader-election Lease and the record. RBAC
+// cannot restrict create by name (the name is not known before the object
+// exists), so create is granted on leases in Namespace, get and update on
+// LeaseName only; the record is read and watched by name.
 func BuildLeaderRole(c Config) *rbacv1ac.RoleApplyConfiguration {
 	return rbacv1ac.Role(c.LeaderElectionRoleName(), c.Namespace).
 		WithLabels(c.Labels(ComponentLeaderElect)).
 		WithRules(
 			rbacv1ac.PolicyRule().WithAPIGroups(coordinationv1.GroupName).WithResources("leases").WithVerbs("create"),
 			rbacv1ac.PolicyRule().WithAPIGroups(coordinationv1.GroupName).WithResources("leases").WithResourceNames(LeaseName).WithVerbs("get", "update"),
+			rbacv1ac.PolicyRule().WithAPIGroups(corev1.GroupName).WithResources("configmaps").WithResourceNames(c.RecordName()).WithVerbs("get", "list", "watch"),
 		)
+}
+
+// BuildRecord is the reconciler's record of what it keeps: one entry per
+// APIService, with its source. The reconciler watches it, so a new entry
+// needs no restart; an installer that rewrites an APIService cannot drop it.
+func BuildRecord(c Config) *corev1ac.ConfigMapApplyConfiguration {
+	ac := corev1ac.ConfigMap(c.RecordName(), c.Namespace).WithLabels(c.Labels(ComponentRecord))
+	if len(c.CABundles) > 0 { // an empty map would not round-trip
+		ac.WithData(cabundle.RecordData(c.CABundles))
+	}
+	return ac
 }
 
 // BuildLeaderRoleBinding binds the leader-election Role.
@@ -174,12 +198,12 @@ func SourcesRules(sources []cabundle.Source) []*rbacv1ac.PolicyRuleApplyConfigur
 // sourcesIn returns the sources in namespace ns, sorted.
 func (c Config) sourcesIn(ns string) []cabundle.Source {
 	var out []cabundle.Source
-	for _, s := range c.Sources {
+	for _, s := range c.Sources() {
 		if s.Namespace == ns {
 			out = append(out, s)
 		}
 	}
-	return sortedSources(out)
+	return out
 }
 
 // BuildSourcesRole is the Role in namespace ns that lets the reconciler
@@ -188,7 +212,6 @@ func BuildSourcesRole(c Config, ns string) *rbacv1ac.RoleApplyConfiguration {
 	sources := c.sourcesIn(ns)
 	return rbacv1ac.Role(c.SourcesRoleName(), ns).
 		WithLabels(c.Labels(ComponentSources)).
-		WithAnnotations(map[string]string{SourcesAnnotation: joinSources(sources)}).
 		WithRules(SourcesRules(sources)...)
 }
 
@@ -198,26 +221,6 @@ func BuildSourcesRoleBinding(c Config, ns string) *rbacv1ac.RoleBindingApplyConf
 		WithLabels(c.Labels(ComponentSources)).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(c.SourcesRoleName())).
 		WithSubjects(c.subject())
-}
-
-func joinSources(sources []cabundle.Source) string {
-	parts := make([]string, len(sources))
-	for i, s := range sources {
-		parts[i] = s.String()
-	}
-	return strings.Join(parts, ",")
-}
-
-// splitSources reads a SourcesAnnotation; entries that do not parse are
-// skipped (they grant nothing kmshealth would have written).
-func splitSources(v string) []cabundle.Source {
-	var out []cabundle.Source
-	for _, part := range strings.Split(v, ",") {
-		if s, err := cabundle.ParseSource(strings.TrimSpace(part)); err == nil {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // Args are the reconciler's command line: the binary's reconcile mode,
@@ -230,6 +233,7 @@ func Args(c Config) []string {
 		"--leader-elect=true",
 		fmt.Sprintf("--metrics-bind-address=:%d", MetricsPort),
 		fmt.Sprintf("--health-probe-bind-address=:%d", HealthPort),
+		"--record-configmap=" + c.RecordName(),
 		kmsTargetFlag + c.kmsTarget().String(),
 		kmsMaxStalenessFlag + c.kmsMaxStaleness().String(),
 	}

@@ -12,6 +12,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/incluster"
@@ -26,11 +27,11 @@ func testConfig() Config {
 		Name:      DefaultName,
 		Image:     install.DefaultImage("v1.2.3"),
 		Replicas:  DefaultReplicas,
-		Sources: []cabundle.Source{
-			{Kind: cabundle.KindSecret, Namespace: "kube-system", Name: "metrics-tls", Key: "ca.crt"},
-			{Kind: cabundle.KindConfigMap, Namespace: "kube-system", Name: "kmshealth-cabundle-v1.x", Key: "ca.crt"},
-			{Kind: cabundle.KindSecret, Namespace: "kube-system", Name: "metrics-tls", Key: "tls.crt"}, // same object, other key
-			{Kind: cabundle.KindSecret, Namespace: "apps", Name: "api-ca", Key: "ca.crt"},
+		CABundles: map[string]cabundle.Source{
+			"v1beta1.metrics.k8s.io": {Kind: cabundle.KindSecret, Namespace: "kube-system", Name: "metrics-tls", Key: "ca.crt"},
+			"v1.x":                   {Kind: cabundle.KindConfigMap, Namespace: "kube-system", Name: "kmshealth-cabundle-v1.x", Key: "ca.crt"},
+			"v2beta1.metrics.k8s.io": {Kind: cabundle.KindSecret, Namespace: "kube-system", Name: "metrics-tls", Key: "tls.crt"}, // same object, other key
+			"v1.apps.example.com":    {Kind: cabundle.KindSecret, Namespace: "apps", Name: "api-ca", Key: "ca.crt"},
 		},
 		Resources: DefaultResources(),
 	}
@@ -55,7 +56,8 @@ func roundTrip[T any](t *testing.T, ac any) *T {
 // through the reconcile mode's flag set and Validate, so the two cannot
 // drift apart, and checks the Lease the Role grants is the one it uses.
 func TestArgsParseWithTheReconcilersOwnFlags(t *testing.T) {
-	args := Args(Config{})
+	c := Config{Name: DefaultName}
+	args := Args(c)
 	if args[0] != "reconcile" {
 		t.Fatalf("first argument %q, want the reconcile mode", args[0])
 	}
@@ -70,11 +72,14 @@ func TestArgsParseWithTheReconcilersOwnFlags(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatalf("reconcile's Validate rejects %q: %v", expanded, err)
 	}
-	if o.Namespace != "kmshealth-system" || !o.LeaderElect || o.MetricsBindAddress != ":8080" || o.HealthProbeBindAddress != ":8081" || o.Kubeconfig != "" {
+	if o.Namespace != "kmshealth-system" || !o.LeaderElect || o.MetricsBindAddress != ":8443" || o.HealthProbeBindAddress != ":8081" || o.Kubeconfig != "" {
 		t.Errorf("parsed options %+v", o)
 	}
 	if o.LeaseName != LeaseName {
 		t.Errorf("reconcile's Lease is %q, the leader-election Role grants %q", o.LeaseName, LeaseName)
+	}
+	if o.RecordConfigMap != c.RecordName() {
+		t.Errorf("reconcile reads the record %q, the installation writes %q", o.RecordConfigMap, c.RecordName())
 	}
 	if o.FieldManager != install.FieldManager {
 		t.Errorf("reconcile's field manager %q, installation's %q", o.FieldManager, install.FieldManager)
@@ -111,8 +116,8 @@ func TestBuildDeployment(t *testing.T) {
 	if ct.Name != "reconciler" || ct.Image != "ghcr.io/kmshealth/terraform-provider-kmshealth:v1.2.3" {
 		t.Errorf("container %s image %s", ct.Name, ct.Image)
 	}
-	if !slices.Equal(ct.Args, []string{"reconcile", "--namespace=$(POD_NAMESPACE)", "--leader-elect=true", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081",
-		"--kms-target=kmshealth.io/v1alpha1/kmshealths/cluster", "--kms-max-staleness=2m0s"}) {
+	if !slices.Equal(ct.Args, []string{"reconcile", "--namespace=$(POD_NAMESPACE)", "--leader-elect=true", "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081",
+		"--record-configmap=kmshealth-reconciler-record", "--kms-target=kmshealth.io/v1alpha1/kmshealths/cluster", "--kms-max-staleness=2m0s"}) {
 		t.Errorf("args %q", ct.Args)
 	}
 	if len(ct.Env) != 1 || ct.Env[0].Name != "POD_NAMESPACE" || ct.Env[0].ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
@@ -122,7 +127,7 @@ func TestBuildDeployment(t *testing.T) {
 	for _, p := range ct.Ports {
 		ports[p.Name] = p.ContainerPort
 	}
-	if ports["metrics"] != 8080 || ports["health"] != 8081 || len(ports) != 2 {
+	if ports["metrics"] != 8443 || ports["health"] != 8081 || len(ports) != 2 {
 		t.Errorf("ports %v", ports)
 	}
 	for probe, path := range map[*corev1.Probe]string{ct.LivenessProbe: "/healthz", ct.ReadinessProbe: "/readyz"} {
@@ -177,7 +182,10 @@ func TestBuildRBAC(t *testing.T) {
 		}
 	}
 	want := []rbacv1.PolicyRule{
-		{APIGroups: []string{"apiregistration.k8s.io"}, Resources: []string{"apiservices"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{"apiregistration.k8s.io"}, Resources: []string{"apiservices"},
+			ResourceNames: []string{"v1.apps.example.com", "v1.x", "v1beta1.metrics.k8s.io", "v2beta1.metrics.k8s.io"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list", "watch"}},
@@ -194,9 +202,11 @@ func TestBuildRBAC(t *testing.T) {
 	}
 
 	lr := roundTrip[rbacv1.Role](t, o.LeaderRole)
-	if lr.Namespace != "kmshealth-system" || len(lr.Rules) != 2 ||
+	if lr.Namespace != "kmshealth-system" || len(lr.Rules) != 3 ||
 		!slices.Equal(lr.Rules[0].Verbs, []string{"create"}) || len(lr.Rules[0].ResourceNames) != 0 ||
-		!slices.Equal(lr.Rules[1].ResourceNames, []string{"kmshealth-reconciler"}) || !slices.Equal(lr.Rules[1].Verbs, []string{"get", "update"}) {
+		!slices.Equal(lr.Rules[1].ResourceNames, []string{"kmshealth-reconciler"}) || !slices.Equal(lr.Rules[1].Verbs, []string{"get", "update"}) ||
+		!slices.Equal(lr.Rules[2].Resources, []string{"configmaps"}) || !slices.Equal(lr.Rules[2].ResourceNames, []string{"kmshealth-reconciler-record"}) ||
+		!slices.Equal(lr.Rules[2].Verbs, []string{"get", "list", "watch"}) {
 		t.Errorf("leader-election Role %+v", lr.Rules)
 	}
 
@@ -215,8 +225,10 @@ func TestBuildRBAC(t *testing.T) {
 	if !install.SameJSON(ks.Rules, wantKS) {
 		t.Errorf("kube-system Role rules %+v", ks.Rules)
 	}
-	if got := ks.Annotations[SourcesAnnotation]; got != "ConfigMap/kube-system/kmshealth-cabundle-v1.x/ca.crt,Secret/kube-system/metrics-tls/ca.crt,Secret/kube-system/metrics-tls/tls.crt" {
-		t.Errorf("annotation %q", got)
+	rec := roundTrip[corev1.ConfigMap](t, o.Record)
+	if rec.Name != "kmshealth-reconciler-record" || rec.Namespace != "kmshealth-system" ||
+		rec.Data["cabundle.v2beta1.metrics.k8s.io"] != "Secret/kube-system/metrics-tls/tls.crt" || len(rec.Data) != 4 {
+		t.Errorf("record %s/%s %v", rec.Namespace, rec.Name, rec.Data)
 	}
 	rb := roundTrip[rbacv1.RoleBinding](t, o.SourceRoleBindings[1])
 	if rb.Namespace != "kube-system" || rb.RoleRef.Kind != "Role" || rb.RoleRef.Name != ks.Name || rb.Subjects[0].Namespace != "kmshealth-system" {
@@ -244,7 +256,7 @@ func TestBuildServiceAndNamespace(t *testing.T) {
 		t.Error("Namespace built without CreateNamespace")
 	}
 	svc := roundTrip[corev1.Service](t, o.MetricsService)
-	if svc.Name != "kmshealth-reconciler-metrics" || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 8080 ||
+	if svc.Name != "kmshealth-reconciler-metrics" || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 8443 ||
 		svc.Spec.Ports[0].TargetPort.StrVal != "metrics" || svc.Spec.Selector[install.InstanceLabel] != DefaultName {
 		t.Errorf("Service %+v", svc.Spec)
 	}
@@ -261,13 +273,13 @@ func TestEveryObjectIsLabelled(t *testing.T) {
 	c.CreateNamespace = true
 	o, _ := Build(c)
 	objs := []any{o.Namespace, o.ServiceAccount, o.ClusterRole, o.ClusterRoleBinding, o.LeaderRole, o.LeaderRoleBinding,
-		o.Deployment, o.PodDisruptionBudget, o.MetricsService, o.SourceRoles[0], o.SourceRoleBindings[0]}
+		o.Deployment, o.PodDisruptionBudget, o.MetricsService, o.SourceRoles[0], o.SourceRoleBindings[0], o.Record}
 	for _, ac := range objs {
 		m := roundTrip[metav1.PartialObjectMetadata](t, ac)
-		if !Owned(m, c.Namespace, c.Name) {
+		if !owner(c.Namespace, c.Name).Labelled(m) {
 			t.Errorf("%s %s lacks the installation's labels: %v", m.Kind, m.Name, m.Labels)
 		}
-		if Owned(m, c.Namespace, "other") || Owned(m, "other-ns", c.Name) {
+		if owner(c.Namespace, "other").Owns(m) || owner("other-ns", c.Name).Owns(m) {
 			t.Errorf("%s %s would count as another installation's", m.Kind, m.Name)
 		}
 	}
@@ -280,7 +292,10 @@ func TestValidate(t *testing.T) {
 		want   string // substring of the error; "" for valid
 	}{
 		{"valid", func(*Config) {}, ""},
-		{"no sources", func(c *Config) { c.Sources = nil }, ""},
+		{"no caBundles", func(c *Config) { c.CABundles = nil }, ""},
+		{"bad APIService name", func(c *Config) {
+			c.CABundles["Not_A_Name"] = cabundle.Source{Kind: "Secret", Namespace: "a", Name: "b", Key: "c"}
+		}, `APIService name "Not_A_Name"`},
 		{"bad namespace", func(c *Config) { c.Namespace = "Kube_System" }, `namespace "Kube_System"`},
 		{"name starts with digit", func(c *Config) { c.Name = "1reconciler" }, `name "1reconciler"`},
 		{"name with dot", func(c *Config) { c.Name = "a.b" }, `name "a.b"`},
@@ -289,7 +304,9 @@ func TestValidate(t *testing.T) {
 		{"no replicas", func(c *Config) { c.Replicas = 0 }, "replicas 0: must be at least 1"},
 		{"empty image", func(c *Config) { c.Image = " " }, "image: must not be empty"},
 		{"image with space", func(c *Config) { c.Image = "a b" }, "contains whitespace"},
-		{"bad source", func(c *Config) { c.Sources[0].Kind = "Pod" }, `kind "Pod"`},
+		{"bad source", func(c *Config) {
+			c.CABundles["v1.x"] = cabundle.Source{Kind: "Pod", Namespace: "a", Name: "b", Key: "c"}
+		}, `kind "Pod"`},
 		{"bad quantity", func(c *Config) { c.CPURequest = "ten" }, `cpu_request: "ten" is not a quantity`},
 		{"negative quantity", func(c *Config) { c.MemoryLimit = "-1Mi" }, "must not be negative"},
 		{"request above limit", func(c *Config) { c.MemoryRequest = "1Gi" }, "memory_request 1Gi is above memory_limit 128Mi"},
@@ -333,45 +350,9 @@ func liveFrom(t *testing.T, c Config) *Live {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &Live{namespace: c.Namespace, name: c.Name}
-	for i := range o.SourceRoles {
-		l.SourceRoles = append(l.SourceRoles, *roundTrip[rbacv1.Role](t, o.SourceRoles[i]))
-		l.SourceRoleBindings = append(l.SourceRoleBindings, *roundTrip[rbacv1.RoleBinding](t, o.SourceRoleBindings[i]))
-	}
-	l.Deployment = roundTrip[appsv1.Deployment](t, o.Deployment)
-	return l
-}
-
-func TestLiveSources(t *testing.T) {
-	c := testConfig()
-	all := sortedSources(c.Sources) // ConfigMap kube-system, Secret apps, 2 × Secret kube-system
-	notApps := []cabundle.Source{all[0], all[2], all[3]}
-	for _, tc := range []struct {
-		name   string
-		tamper func(l *Live)
-		want   []cabundle.Source
-	}{
-		{"as applied", func(*Live) {}, all},
-		{"name removed from resourceNames", func(l *Live) {
-			// kube-system: drop metrics-tls from the secrets rule: both keys of it go.
-			l.SourceRoles[1].Rules[1].ResourceNames = []string{"other"}
-		}, []cabundle.Source{all[0], all[1]}},
-		{"verb removed", func(l *Live) { l.SourceRoles[0].Rules[0].Verbs = []string{"get", "list"} }, notApps},
-		{"binding deleted", func(l *Live) { l.SourceRoleBindings = l.SourceRoleBindings[1:] }, notApps},
-		{"binding to another subject", func(l *Live) { l.SourceRoleBindings[0].Subjects[0].Name = "someone" }, notApps},
-		{"Role deleted", func(l *Live) { l.SourceRoles = l.SourceRoles[:1] }, []cabundle.Source{all[1]}},
-		{"annotation names an object in another namespace", func(l *Live) {
-			l.SourceRoles[0].Annotations[SourcesAnnotation] += ",Secret/elsewhere/api-ca/ca.crt"
-		}, all},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			l := liveFrom(t, c)
-			tc.tamper(l)
-			if got := l.Sources(); !slices.Equal(got, tc.want) {
-				t.Errorf("Sources() = %v\nwant %v", got, tc.want)
-			}
-		})
-	}
+	d := Declare(Config{Namespace: c.Namespace, Name: c.Name})
+	return &Live{Live: install.LiveOf(d, roundTrip[unstructured.Unstructured](t, o.Record), roundTrip[unstructured.Unstructured](t, o.Deployment)),
+		decl: d, namespace: c.Namespace, name: c.Name}
 }
 
 func TestLiveConfig(t *testing.T) {
@@ -381,7 +362,6 @@ func TestLiveConfig(t *testing.T) {
 	c.KMSMaxStaleness = 4 * time.Minute
 	got := liveFrom(t, c).Config()
 	want := c
-	want.Sources = sortedSources(c.Sources)
 	want.MemoryLimit = "512Mi" // canonical form
 	if !install.SameJSON(got, want) {
 		t.Errorf("Config() = %+v\nwant %+v", got, want)
@@ -408,31 +388,5 @@ func TestClusterRoleFollowsKMSTarget(t *testing.T) {
 	}
 	if !status || crd {
 		t.Errorf("rules %+v: want patch on kubeapiservers/status cluster and nothing about the KMSHealth CRD", cr.Rules)
-	}
-}
-
-func TestRolledOut(t *testing.T) {
-	two := int32(2)
-	d := func(gen, observed int64, replicas, updated, available int32) *appsv1.Deployment {
-		return &appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Generation: gen},
-			Spec:       appsv1.DeploymentSpec{Replicas: &two},
-			Status:     appsv1.DeploymentStatus{ObservedGeneration: observed, Replicas: replicas, UpdatedReplicas: updated, AvailableReplicas: available},
-		}
-	}
-	for _, tc := range []struct {
-		name string
-		d    *appsv1.Deployment
-		want bool
-	}{
-		{"done", d(3, 3, 2, 2, 2), true},
-		{"controller has not seen the spec", d(3, 2, 2, 2, 2), false},
-		{"old pod still there", d(3, 3, 3, 2, 3), false},
-		{"not yet available", d(3, 3, 2, 2, 1), false},
-		{"nothing yet", d(1, 0, 0, 0, 0), false},
-	} {
-		if got := RolledOut(tc.d); got != tc.want {
-			t.Errorf("%s: RolledOut = %v, want %v", tc.name, got, tc.want)
-		}
 	}
 }

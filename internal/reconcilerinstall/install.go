@@ -1,15 +1,17 @@
 // Package reconcilerinstall installs the in-cluster reconciler
 // (`terraform-provider-kmshealth reconcile`): its ServiceAccount, its
-// least-privilege RBAC, the Deployment, a PodDisruptionBudget and the
-// metrics Service. Build is pure (a Config in, apply configurations out);
-// Apply, Observe, Delete and WaitForRollout are the only functions that talk
-// to the API server. The Terraform resource kmshealth_reconciler is glue
-// over this package.
+// least-privilege RBAC, its record of what to keep, the Deployment, a
+// PodDisruptionBudget and the metrics Service. It is a declaration over
+// package install: Build is pure (a Config in, apply configurations out),
+// Declare lists them with the rules that are the reconciler's own, and
+// install's Observe, Drift, Apply, Delete and WaitForRollout do the rest.
+// The Terraform resource kmshealth_reconciler is glue over this package.
 package reconcilerinstall
 
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -31,8 +33,9 @@ const (
 	ContainerName = "reconciler"
 	// LeaseName is the reconcile mode's --leader-elect-lease-name default.
 	LeaseName = "kmshealth-reconciler"
-	// MetricsPort serves /metrics, HealthPort /healthz and /readyz.
-	MetricsPort = 8080
+	// MetricsPort serves /metrics (HTTPS, TokenReview + SubjectAccessReview),
+	// HealthPort /healthz and /readyz.
+	MetricsPort = 8443
 	HealthPort  = 8081
 	// RunAsUser is the distroless "nonroot" user.
 	RunAsUser = 65532
@@ -56,6 +59,8 @@ const (
 	ComponentLeaderElect   = "leader-election"
 	ComponentSources       = "ca-bundle-sources"
 	ComponentMetrics       = "metrics"
+	ComponentRecord        = "record"
+	recordSuffix           = "-record"
 	podSecurityEnforce     = "pod-security.kubernetes.io/enforce"
 	podSecurityRestricted  = "restricted"
 	maxNameLength          = validation.DNS1035LabelMaxLength - len(metricsSuffix)
@@ -78,9 +83,10 @@ type Config struct {
 	CreateNamespace bool   // create Namespace and delete it on Delete
 	Image           string
 	Replicas        int32
-	// Sources are the CA bundle sources the reconciler may read: RBAC
-	// grants get/list/watch on exactly these objects.
-	Sources []cabundle.Source
+	// CABundles are the APIServices the reconciler keeps, each with its
+	// CA bundle source: the record lists them, RBAC grants exactly these
+	// APIServices and sources.
+	CABundles map[string]cabundle.Source
 	// KMSTarget is the object the KMS health reporters write to, where the
 	// aggregator rolls their conditions up; the zero value means the
 	// default KMSHealth object "cluster".
@@ -142,9 +148,12 @@ func (c Config) Validate() error {
 	if c.Replicas < 1 {
 		errs = append(errs, fmt.Errorf("replicas %d: must be at least 1", c.Replicas))
 	}
-	for _, s := range c.Sources {
-		if err := s.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("source %q: %w", s, err))
+	for _, apiservice := range slices.Sorted(maps.Keys(c.CABundles)) {
+		for _, m := range validation.IsDNS1123Subdomain(apiservice) {
+			errs = append(errs, fmt.Errorf("ca_bundles: APIService name %q: %s", apiservice, m))
+		}
+		if s := c.CABundles[apiservice]; s.Validate() != nil {
+			errs = append(errs, fmt.Errorf("ca_bundles[%q]: source %q: %w", apiservice, s, s.Validate()))
 		}
 	}
 	if c.KMSTarget != (kmshealth.Target{}) {
@@ -160,7 +169,7 @@ func (c Config) Validate() error {
 }
 
 // ID is the import ID: <namespace>/<name>.
-func (c Config) ID() string { return install.ID(c.Namespace, c.Name) }
+func (c Config) ID() string { return install.ImportID(c.Namespace, c.Name) }
 
 // ParseID splits an import ID.
 func ParseID(id string) (namespace, name string, err error) {
@@ -184,10 +193,26 @@ func (c Config) SourcesRoleName() string { return sourcesRolePrefix + c.Name + s
 // MetricsServiceName is the Service in front of /metrics.
 func (c Config) MetricsServiceName() string { return c.Name + metricsSuffix }
 
+// RecordName is the ConfigMap in Namespace that records what the
+// reconciler keeps (--record-configmap).
+func (c Config) RecordName() string { return c.Name + recordSuffix }
+
+// Sources are the CA bundle sources, sorted, without duplicates.
+func (c Config) Sources() []cabundle.Source {
+	out := make([]cabundle.Source, 0, len(c.CABundles))
+	for _, s := range c.CABundles {
+		out = append(out, s)
+	}
+	return sortedSources(out)
+}
+
+// APIServices are the kept APIServices, sorted.
+func (c Config) APIServices() []string { return slices.Sorted(maps.Keys(c.CABundles)) }
+
 // SourceNamespaces are the namespaces that get a sources Role, sorted.
 func (c Config) SourceNamespaces() []string {
 	var out []string
-	for _, s := range c.Sources {
+	for _, s := range c.CABundles {
 		out = append(out, s.Namespace)
 	}
 	slices.Sort(out)

@@ -38,8 +38,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.Sockets, "kms-socket", nil, "a KMS v2 plugin endpoint, unix:///var/run/kmsplugin/kms-<keyID>.sock; repeat for each plugin")
 	fs.StringVar(&o.SocketDir, "socket-dir", "", "probe every kms-<keyID>.sock in this directory instead of --kms-socket (listed each tick)")
 	fs.DurationVar(&o.Interval, "interval", kmshealth.DefaultInterval, "probe and write every interval, with 10% jitter")
-	fs.DurationVar(&o.ReadTimeout, "read-timeout", kmshealth.DefaultReadTimeout, "timeout of each plugin's Status call")
-	fs.DurationVar(&o.WriteTimeout, "write-timeout", kmshealth.DefaultWriteTimeout, "timeout of each condition write; a write that misses it is dropped")
+	fs.DurationVar(&o.ReadTimeout, "read-timeout", 0, "timeout of each plugin's Status call; 0 follows --interval (5s at the default 30s, a quarter of a shorter interval)")
+	fs.DurationVar(&o.WriteTimeout, "write-timeout", 0, "timeout of each condition write, a write that misses it is dropped; 0 follows --interval (10s at the default 30s, half a shorter interval)")
 	fs.StringVar(&o.Target, "target", kmshealth.DefaultTarget().String(), "group/version/resource/name of the cluster-scoped object whose status.conditions receive the report")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8082", `address for /healthz; "0" disables it`)
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", "0", `address for /metrics; "0" disables it`)
@@ -64,26 +64,12 @@ func (o *Options) Validate() error {
 	case len(o.Sockets) > 0 && o.SocketDir != "":
 		errs = append(errs, errors.New("--kms-socket and --socket-dir: use one, not both"))
 	}
-	seen := map[string]string{}
-	for _, s := range o.Sockets {
-		sock, err := kmshealth.ParseSocket(s)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--kms-socket: %w", err))
-			continue
-		}
-		if prev, dup := seen[sock.KeyID]; dup {
-			errs = append(errs, fmt.Errorf("--kms-socket=%s: keyID %s already given by %s", s, sock.KeyID, prev))
-		}
-		seen[sock.KeyID] = s
+	if err := kmshealth.CheckSockets(o.Sockets); err != nil {
+		errs = append(errs, fmt.Errorf("--kms-socket: %w", err))
 	}
-	if o.Interval < kmshealth.MinInterval {
-		errs = append(errs, fmt.Errorf("--interval=%s: must be at least %s", o.Interval, kmshealth.MinInterval))
-	}
-	if o.ReadTimeout <= 0 || o.ReadTimeout >= o.Interval {
-		errs = append(errs, fmt.Errorf("--read-timeout=%s: must be positive and shorter than --interval (%s)", o.ReadTimeout, o.Interval))
-	}
-	if o.WriteTimeout <= 0 || o.WriteTimeout >= o.Interval {
-		errs = append(errs, fmt.Errorf("--write-timeout=%s: must be positive and shorter than --interval (%s)", o.WriteTimeout, o.Interval))
+	flags := map[kmshealth.Timing]string{kmshealth.Interval: "--interval", kmshealth.ReadTimeout: "--read-timeout", kmshealth.WriteTimeout: "--write-timeout"}
+	for _, e := range kmshealth.CheckTimings(o.Interval, o.readTimeout(), o.writeTimeout()) {
+		errs = append(errs, fmt.Errorf("%s=%w", flags[e.Timing], e.Err))
 	}
 	if _, err := kmshealth.ParseTarget(o.Target); err != nil {
 		errs = append(errs, fmt.Errorf("--target: %w", err))
@@ -94,6 +80,24 @@ func (o *Options) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// readTimeout is --read-timeout, or the default that fits --interval.
+func (o *Options) readTimeout() time.Duration {
+	if o.ReadTimeout == 0 {
+		r, _ := kmshealth.DefaultTimeouts(o.Interval)
+		return r
+	}
+	return o.ReadTimeout
+}
+
+// writeTimeout is --write-timeout, or the default that fits --interval.
+func (o *Options) writeTimeout() time.Duration {
+	if o.WriteTimeout == 0 {
+		_, w := kmshealth.DefaultTimeouts(o.Interval)
+		return w
+	}
+	return o.WriteTimeout
 }
 
 // sockets returns the sockets to probe this tick.

@@ -15,8 +15,11 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmstest"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/reporterinstall"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
 )
 
@@ -70,10 +73,13 @@ func installCRD(t *testing.T, target kmshealth.Target) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := kmshealth.InstallCRD(ctx, dyn(t), "test"); err != nil {
+	cl := install.Clients{Core: env.Clientset(), Dynamic: dyn(t)}
+	c := reporterinstall.DefaultConfig("kube-system", "reporter-test")
+	c.Target = target
+	if err := reporterinstall.InstallCRD(ctx, cl, c); err != nil {
 		t.Fatal(err)
 	}
-	if err := kmshealth.EnsureObject(ctx, dyn(t), target, "test"); err != nil {
+	if err := reporterinstall.CreateTarget(ctx, cl, c); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -120,14 +126,14 @@ func waitFor(t *testing.T, target kmshealth.Target, timeout time.Duration, what 
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var last map[string]metav1.Condition
-	err := kmshealth.WaitFor(ctx, dyn(t), target.GVR(), target.Name, func(u *unstructured.Unstructured) bool {
+	err := kube.WaitFor(ctx, dyn(t).Resource(target.GVR()), target.Name, func(u *unstructured.Unstructured) (bool, error) {
 		conds := kmshealth.Conditions(u)
 		last = map[string]metav1.Condition{}
 		for _, c := range conds {
 			last[c.Type] = c
 		}
 		h := kmshealth.Evaluate(conds, kmshealth.EvalOptions{Now: time.Now(), MaxStaleness: staleness})
-		return pred(h, last)
+		return pred(h, last), nil
 	})
 	if err != nil {
 		t.Fatalf("%s: not within %s: %v\nlast conditions: %s", what, timeout, err, describe(last))

@@ -109,7 +109,7 @@ func (r *Reporter) Tick(ctx context.Context) {
 	cond := r.builder.Build(plugins, r.now())
 	// A write (with the one-time kind discovery) that cannot finish within
 	// --write-timeout is dropped.
-	wctx, cancel := context.WithTimeout(ctx, r.opts.WriteTimeout)
+	wctx, cancel := context.WithTimeout(ctx, r.opts.writeTimeout())
 	defer cancel()
 	if err := r.write(wctx, cond); err != nil {
 		r.metrics.writes.WithLabelValues("dropped").Inc()
@@ -128,7 +128,7 @@ func (r *Reporter) probe(ctx context.Context) []kmshealth.Plugin {
 		r.log.Error(err, "Cannot list KMS sockets")
 	}
 	start := time.Now()
-	results := kmshealth.Probe(ctx, sockets, r.opts.ReadTimeout, r.now)
+	results := kmshealth.Probe(ctx, sockets, r.opts.readTimeout(), r.now)
 	r.metrics.probeSeconds.Observe(time.Since(start).Seconds())
 	plugins := make([]kmshealth.Plugin, len(results))
 	for i, res := range results {
@@ -156,7 +156,7 @@ func (r *Reporter) write(ctx context.Context, cond metav1.Condition) error {
 // intervals (plus the timeouts) makes the kubelet restart the pod.
 func (r *Reporter) healthz(w http.ResponseWriter, _ *http.Request) {
 	last := r.lastRun.Load()
-	limit := 3*r.opts.Interval + r.opts.ReadTimeout + r.opts.WriteTimeout
+	limit := 3*r.opts.Interval + r.opts.readTimeout() + r.opts.writeTimeout()
 	if last != 0 && time.Since(time.Unix(0, last)) > limit {
 		http.Error(w, "no probe finished in "+limit.String(), http.StatusServiceUnavailable)
 		return

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
 )
 
@@ -37,6 +38,11 @@ func clients(t *testing.T) (kubernetes.Interface, dynamic.Interface) {
 	return env.Clientset(), dyn
 }
 
+func installClients(t *testing.T) install.Clients {
+	core, dyn := clients(t)
+	return install.Clients{Core: core, Dynamic: dyn}
+}
+
 func createNamespace(t *testing.T, core kubernetes.Interface, name string, labels map[string]string) {
 	t.Helper()
 	_, err := core.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{})
@@ -47,8 +53,7 @@ func createNamespace(t *testing.T, core kubernetes.Interface, name string, label
 
 func observe(t *testing.T, c Config) *Live {
 	t.Helper()
-	core, dyn := clients(t)
-	l, err := Observe(context.Background(), core, dyn, c.Namespace, c.Name, c.Target)
+	l, err := Observe(context.Background(), installClients(t), c.Namespace, c.Name, c.Target)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,19 +62,14 @@ func observe(t *testing.T, c Config) *Live {
 
 func drift(t *testing.T, c Config) []string {
 	t.Helper()
-	o, err := Build(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return observe(t, c).Drift(o)
+	return observe(t, c).Drift(c)
 }
 
 func mustApply(t *testing.T, c Config) {
 	t.Helper()
-	core, dyn := clients(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := Apply(ctx, core, dyn, c); err != nil {
+	if err := Apply(ctx, installClients(t), c); err != nil {
 		t.Fatal(err)
 	}
 	if d := drift(t, c); len(d) != 0 {
@@ -79,10 +79,9 @@ func mustApply(t *testing.T, c Config) {
 
 func mustDelete(t *testing.T, c Config, installCRD bool) Deleted {
 	t.Helper()
-	core, dyn := clients(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	d, err := Delete(ctx, core, dyn, c.Namespace, c.Name, c.Target, installCRD)
+	d, err := Delete(ctx, installClients(t), c.Namespace, c.Name, c.Target, installCRD)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,9 +91,8 @@ func mustDelete(t *testing.T, c Config, installCRD bool) Deleted {
 // checkNothingLeft fails when any object of the installation is left.
 func checkNothingLeft(t *testing.T, c Config) {
 	t.Helper()
-	l := observe(t, c)
-	if l.ServiceAccount != nil || l.ClusterRole != nil || l.ClusterRoleBinding != nil || l.DaemonSet != nil || l.CRDInstalled() || l.ObjectCreated() {
-		t.Errorf("left behind: %+v", l)
+	if l := observe(t, c); l.Exists() {
+		t.Errorf("left behind: %v", l.Drift(c))
 	}
 }
 
@@ -147,7 +145,7 @@ func createTargetCRD(t *testing.T, dyn dynamic.Interface, group, kind, plural, n
 	})
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := WaitForCRD(wctx, dyn, crd.GetName()); err != nil {
+	if err := kube.WaitFor(wctx, crds, crd.GetName(), kmshealth.Established); err != nil {
 		t.Fatal(err)
 	}
 	target := kmshealth.Target{Group: group, Version: "v1", Resource: plural, Name: name}
@@ -178,7 +176,7 @@ func TestApplyObserveDelete(t *testing.T) {
 	if !l.CRDInstalled() || !l.ObjectCreated() {
 		t.Fatalf("CRD installed %v, object created %v", l.CRDInstalled(), l.ObjectCreated())
 	}
-	if ok, err := established(l.CRD); !ok || err != nil {
+	if ok, err := kmshealth.Established(l.CRD()); !ok || err != nil {
 		t.Errorf("CRD not established after Apply (err=%v)", err)
 	}
 	got, ok := l.Config()
@@ -252,11 +250,11 @@ func TestCustomTarget(t *testing.T) {
 	c.SocketDir, c.Sockets = "", []string{"unix:///var/run/kmsplugin/kms-1.sock"}
 	mustApply(t, c)
 	l := observe(t, c)
-	if l.CRD != nil {
+	if l.CRD() != nil {
 		t.Error("install_crd = false installed the KMSHealth CRD")
 	}
-	if l.Object == nil || l.ObjectCreated() {
-		t.Errorf("target object %v: want the user's, untouched", l.Object)
+	if l.Object() == nil || l.ObjectCreated() {
+		t.Errorf("target object %v: want the user's, untouched", l.Object())
 	}
 	for _, node := range []string{"cp-1", "cp-2"} {
 		writeCondition(t, dyn, target, "KubeAPIServer", kmshealth.ReporterConditionType(node), kmshealth.ReporterFieldManager(node))
@@ -282,11 +280,11 @@ func TestApplyRefuses(t *testing.T) {
 	// A namespace that forbids hostPath volumes.
 	createNamespace(t, core, "rep-restricted", map[string]string{"pod-security.kubernetes.io/enforce": "baseline"})
 	c := DefaultConfig("rep-restricted", "test")
-	err := Apply(ctx, core, dyn, c)
-	if !install.Refused(err) || !strings.Contains(err.Error(), `namespace "rep-restricted" enforces the "baseline" Pod Security Standard`) {
+	err := Apply(ctx, installClients(t), c)
+	if !errors.Is(err, install.ErrRefused) || !strings.Contains(err.Error(), `namespace "rep-restricted" enforces the "baseline" Pod Security Standard`) {
 		t.Errorf("Apply into a baseline namespace: %v", err)
 	}
-	if err := Apply(ctx, core, dyn, DefaultConfig("rep-missing", "test")); !install.Refused(err) || !strings.Contains(err.Error(), `namespace "rep-missing" not found`) {
+	if err := Apply(ctx, installClients(t), DefaultConfig("rep-missing", "test")); !errors.Is(err, install.ErrRefused) || !strings.Contains(err.Error(), `namespace "rep-missing" not found`) {
 		t.Errorf("Apply into a missing namespace: %v", err)
 	}
 
@@ -303,20 +301,21 @@ func TestApplyRefuses(t *testing.T) {
 		if err := crds.Delete(wctx, kmshealth.CRDName, metav1.DeleteOptions{}); err != nil {
 			t.Error(err)
 		}
-		if err := WaitForCRDGone(wctx, dyn, kmshealth.CRDName); err != nil {
+		if err := kube.WaitGone(wctx, crds, kmshealth.CRDName); err != nil {
 			t.Error(err)
 		}
 	})
 	c = DefaultConfig("rep-foreign", "test")
-	err = Apply(ctx, core, dyn, c)
-	if !errors.Is(err, install.ErrForeignObject) || !strings.Contains(err.Error(), "ServiceAccount rep-foreign/kmshealth-reporter") ||
-		!strings.Contains(err.Error(), "CustomResourceDefinition kmshealths.kmshealth.io exists and this kmshealth_reporter did not install it") {
+	err = Apply(ctx, installClients(t), c)
+	if !errors.Is(err, install.ErrForeignObject) || !strings.Contains(err.Error(), "ServiceAccount rep-foreign/kmshealth-reporter exists and was not created by this installation") ||
+		!strings.Contains(err.Error(), "CustomResourceDefinition kmshealths.kmshealth.io exists and was not created by this installation") ||
+		!strings.Contains(err.Error(), "set install_crd = false to report to it as it is") {
 		t.Fatalf("Apply over foreign objects: %v", err)
 	}
-	if l := observe(t, c); l.DaemonSet != nil || l.ClusterRole != nil {
+	if l := observe(t, c); l.Installed() || l.Exists() {
 		t.Error("a refused Apply wrote objects")
 	}
-	if _, err := Delete(ctx, core, dyn, c.Namespace, c.Name, c.Target, true); err != nil {
+	if _, err := Delete(ctx, installClients(t), c.Namespace, c.Name, c.Target, true); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := core.CoreV1().ServiceAccounts("rep-foreign").Get(ctx, DefaultName, metav1.GetOptions{}); err != nil {
@@ -348,7 +347,7 @@ func TestInstallCRDHandOver(t *testing.T) {
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		_ = crds.Delete(wctx, kmshealth.CRDName, metav1.DeleteOptions{})
-		if err := WaitForCRDGone(wctx, dyn, kmshealth.CRDName); err != nil {
+		if err := kube.WaitGone(wctx, crds, kmshealth.CRDName); err != nil {
 			t.Error(err)
 		}
 	})
@@ -357,11 +356,11 @@ func TestInstallCRDHandOver(t *testing.T) {
 	c.InstallCRD = false
 	mustApply(t, c)
 	l := observe(t, c)
-	if l.CRD == nil || l.CRDInstalled() || l.Object == nil || l.ObjectCreated() {
-		t.Fatalf("after install_crd = false: CRD %v (ours %v), object %v (ours %v)", l.CRD != nil, l.CRDInstalled(), l.Object != nil, l.ObjectCreated())
+	if l.CRD() == nil || l.CRDInstalled() || l.Object() == nil || l.ObjectCreated() {
+		t.Fatalf("after install_crd = false: CRD %v (ours %v), object %v (ours %v)", l.CRD() != nil, l.CRDInstalled(), l.Object() != nil, l.ObjectCreated())
 	}
-	if l.CRD.GetLabels()["app.kubernetes.io/managed-by"] != "kmshealth" {
-		t.Errorf("released CRD lost the labels of crd.yaml: %v", l.CRD.GetLabels())
+	if l.CRD().GetLabels()["app.kubernetes.io/managed-by"] != "kmshealth" {
+		t.Errorf("released CRD lost the labels of crd.yaml: %v", l.CRD().GetLabels())
 	}
 	mustDelete(t, c, true)
 	if _, err := crds.Get(ctx, kmshealth.CRDName, metav1.GetOptions{}); err != nil {
@@ -373,7 +372,7 @@ func TestInstallCRDHandOver(t *testing.T) {
 	must(t, crds.Delete(ctx, kmshealth.CRDName, metav1.DeleteOptions{}))
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	must(t, WaitForCRDGone(wctx, dyn, kmshealth.CRDName))
+	must(t, kube.WaitGone(wctx, crds, kmshealth.CRDName))
 
 	// Someone creates another KMSHealth object: the CRD outlives Delete.
 	c.InstallCRD = true

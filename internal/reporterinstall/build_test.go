@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
@@ -258,8 +259,12 @@ func TestBuildCRDAndObject(t *testing.T) {
 
 // TestLiveConfigRoundTrip: what Build writes, Config reads back.
 func TestLiveConfigRoundTrip(t *testing.T) {
+	liveOf := func(c Config, ds *unstructured.Unstructured) *Live {
+		d := Declare(Config{Namespace: c.Namespace, Name: c.Name, Target: c.Target})
+		return &Live{Live: install.LiveOf(d, ds), decl: d, namespace: c.Namespace, name: c.Name, Target: c.Target}
+	}
 	for _, c := range []Config{testConfig(), socketsConfig()} {
-		l := &Live{namespace: c.Namespace, name: c.Name, DaemonSet: roundTrip[appsv1.DaemonSet](t, BuildDaemonSet(c))}
+		l := liveOf(c, roundTrip[unstructured.Unstructured](t, BuildDaemonSet(c)))
 		got, ok := l.Config()
 		if !ok {
 			t.Fatalf("Config of %s not ok", c.Name)
@@ -274,9 +279,10 @@ func TestLiveConfigRoundTrip(t *testing.T) {
 			t.Errorf("read back\n%+v\nwant\n%+v", got, want)
 		}
 	}
-	l := &Live{DaemonSet: roundTrip[appsv1.DaemonSet](t, BuildDaemonSet(testConfig()))}
-	l.DaemonSet.Spec.Template.Spec.Containers[0].Args = []string{"report", "--no-such-flag"}
-	if _, ok := l.Config(); ok {
+	ds := roundTrip[appsv1.DaemonSet](t, BuildDaemonSet(testConfig()))
+	ds.Spec.Template.Spec.Containers[0].Args = []string{"report", "--no-such-flag"}
+	ds.APIVersion, ds.Kind = "apps/v1", "DaemonSet"
+	if _, ok := liveOf(testConfig(), roundTrip[unstructured.Unstructured](t, ds)).Config(); ok {
 		t.Error("Config ok for arguments that do not parse")
 	}
 }
@@ -350,29 +356,6 @@ func TestParseID(t *testing.T) {
 	} {
 		if _, _, err := ParseID(id); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParseID(%q): %v, want %q", id, err, want)
-		}
-	}
-}
-
-func TestContains(t *testing.T) {
-	live := map[string]any{"spec": map[string]any{
-		"names":    map[string]any{"kind": "KMSHealth", "plural": "kmshealths", "shortNames": []any{"kh"}},
-		"versions": []any{map[string]any{"name": "v1beta1"}, map[string]any{"name": "v1alpha1", "served": true, "maxLength": int64(316)}},
-		"enum":     []any{"True", "False"},
-	}}
-	for _, tt := range []struct {
-		want any
-		ok   bool
-	}{
-		{map[string]any{"spec": map[string]any{"names": map[string]any{"kind": "KMSHealth"}}}, true},
-		{map[string]any{"spec": map[string]any{"versions": []any{map[string]any{"name": "v1alpha1", "maxLength": 316.0}}}}, true},
-		{map[string]any{"spec": map[string]any{"versions": []any{map[string]any{"name": "v1alpha1", "served": false}}}}, false},
-		{map[string]any{"spec": map[string]any{"enum": []any{"True", "False"}}}, true},
-		{map[string]any{"spec": map[string]any{"enum": []any{"True"}}}, false}, // lists of scalars are compared whole
-		{map[string]any{"spec": map[string]any{"scope": "Cluster"}}, false},
-	} {
-		if got := contains(live, tt.want); got != tt.ok {
-			t.Errorf("contains(live, %v) = %v, want %v", tt.want, got, tt.ok)
 		}
 	}
 }

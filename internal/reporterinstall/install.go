@@ -135,24 +135,8 @@ func DefaultConfig(namespace, version string) Config {
 // DaemonSet's pods are named after it.
 func ValidateName(name string) []string { return validation.IsDNS1123Label(name) }
 
-// ValidateSockets checks kms_sockets: each matches kmshealth.SocketPattern
-// and no keyID is given twice (kms-1.sock and kms-01.sock are one key).
-func ValidateSockets(sockets []string) error {
-	var errs []error
-	seen := map[string]string{}
-	for _, s := range sockets {
-		sock, err := kmshealth.ParseSocket(s)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if prev, dup := seen[sock.KeyID]; dup {
-			errs = append(errs, fmt.Errorf("KMS socket %q: keyID %s is already given by %q", s, sock.KeyID, prev))
-		}
-		seen[sock.KeyID] = s
-	}
-	return errors.Join(errs...)
-}
+// ValidateSockets checks kms_sockets (see kmshealth.CheckSockets).
+func ValidateSockets(sockets []string) error { return kmshealth.CheckSockets(sockets) }
 
 // ValidateSocketDir checks socket_dir: a clean absolute directory other
 // than "/", because it is mounted from the node at the same path.
@@ -168,17 +152,18 @@ func ValidateSocketDir(dir string) error {
 	return nil
 }
 
+// TimingAttributes name the durations of kmshealth.CheckTimings as the
+// resource's attributes.
+var TimingAttributes = map[kmshealth.Timing]string{
+	kmshealth.Interval: "probe_interval", kmshealth.ReadTimeout: "read_timeout", kmshealth.WriteTimeout: "write_timeout",
+}
+
 // ValidateTimings checks the probe interval and the timeouts, which must
 // fit into one interval.
 func ValidateTimings(interval, readTimeout, writeTimeout time.Duration) error {
 	var errs []error
-	if interval < kmshealth.MinInterval {
-		errs = append(errs, fmt.Errorf("probe_interval %s: must be at least %s", interval, kmshealth.MinInterval))
-	}
-	for what, d := range map[string]time.Duration{"read_timeout": readTimeout, "write_timeout": writeTimeout} {
-		if d <= 0 || d >= interval {
-			errs = append(errs, fmt.Errorf("%s %s: must be positive and shorter than probe_interval (%s)", what, d, interval))
-		}
+	for _, e := range kmshealth.CheckTimings(interval, readTimeout, writeTimeout) {
+		errs = append(errs, fmt.Errorf("%s %w", TimingAttributes[e.Timing], e.Err))
 	}
 	return errors.Join(errs...)
 }
@@ -298,7 +283,7 @@ func (c Config) Validate() error {
 }
 
 // ID is the import ID: <namespace>/<name>.
-func (c Config) ID() string { return install.ID(c.Namespace, c.Name) }
+func (c Config) ID() string { return install.ImportID(c.Namespace, c.Name) }
 
 // ParseID splits an import ID.
 func ParseID(id string) (namespace, name string, err error) {

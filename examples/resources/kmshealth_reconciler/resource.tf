@@ -16,13 +16,14 @@ resource "kmshealth_apiservice_cabundle" "this" {
   }
 }
 
-# The reconciler, in a namespace of its own. It may read exactly the Secrets
-# named above (RBAC resourceNames) and no other Secret or ConfigMap.
+# The reconciler, in a namespace of its own. It keeps exactly the APIServices
+# named above, may patch those and read their Secrets (RBAC resourceNames),
+# and nothing else.
 resource "kmshealth_reconciler" "this" {
   namespace        = "kmshealth-system"
   create_namespace = true
 
-  ca_bundle_sources = [for r in kmshealth_apiservice_cabundle.this : r.ca_bundle_source]
+  ca_bundles = { for r in kmshealth_apiservice_cabundle.this : r.apiservice_name => r.ca_bundle_source }
 
   # Optional: the defaults are 2 replicas of
   # ghcr.io/kmshealth/terraform-provider-kmshealth:<provider version>.
@@ -37,7 +38,8 @@ resource "kmshealth_reconciler" "this" {
   }
 }
 
-# Prometheus scrapes http://<metrics_service>.<namespace>.svc:8080/metrics.
+# Prometheus scrapes https://<metrics_service>.<namespace>.svc:8443/metrics
+# with a ServiceAccount token allowed `get` on the /metrics non-resource URL.
 output "reconciler_metrics_service" {
   value = "${kmshealth_reconciler.this.metrics_service}.${kmshealth_reconciler.this.namespace}.svc"
 }

@@ -24,8 +24,10 @@ import (
 	"syscall"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
@@ -34,6 +36,8 @@ import (
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmstest"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconcilerinstall"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testpki"
 )
@@ -351,21 +355,37 @@ func copyModule(from, to string) error {
 func demoCA(cn string) string { return string(testpki.MustCertPEM(cn, testpki.Options{})) }
 
 // startReconciler runs `terraform-provider-kmshealth reconcile` against the
-// demo control plane and waits for it to report ready.
+// demo control plane, reading the record kmshealth_reconciler wrote (the
+// pods of the installation cannot run here: there is no node), and waits
+// until it leads.
 func startReconciler(ctx context.Context, bin string, env *testenv.Env) (*devenv.Process, error) {
 	logf, err := os.Create(filepath.Join(env.Dir, "reconciler.log"))
 	if err != nil {
 		return nil, err
 	}
-	p, err := devenv.StartReconcile(ctx, bin, logf, env.Token, "--kubeconfig="+env.Kubeconfig, "--namespace=default",
+	p, err := devenv.StartReconcile(ctx, bin, logf, env.Token, "--kubeconfig="+env.Kubeconfig,
+		"--namespace="+reconcilerNamespace, "--record-configmap="+reconcilerinstall.DefaultName+"-record",
 		"--kms-max-staleness="+(kmshealth.StalenessFactor*reportInterval).String())
 	if err != nil {
 		return nil, fmt.Errorf("%w; see %s", err, logf.Name())
 	}
 	fmt.Printf("reconciler ready: metrics on %s, log %s\n", p.MetricsURL, logf.Name())
-	time.Sleep(time.Second) // let it win the Lease
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	leases := dynamic.NewForConfigOrDie(env.RESTConfig()).Resource(coordinationv1.SchemeGroupVersion.WithResource("leases")).Namespace(reconcilerNamespace)
+	err = kube.WaitFor(wctx, leases, reconcilerinstall.LeaseName, func(u *unstructured.Unstructured) (bool, error) {
+		holder, _, _ := unstructured.NestedString(u.Object, "spec", "holderIdentity")
+		return holder != "", nil
+	})
+	if err != nil {
+		p.Stop()
+		return nil, fmt.Errorf("the reconciler did not take the Lease: %w; see %s", err, logf.Name())
+	}
 	return p, nil
 }
+
+// reconcilerNamespace is examples/cluster-bootstrap's default.
+const reconcilerNamespace = "kmshealth-system"
 
 // corruptAndWait overwrites the caBundle as a stale installer would and
 // watches until the reconciler has put good back.

@@ -31,8 +31,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmstest"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/reporterinstall"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
 )
 
@@ -87,10 +89,12 @@ func (b *bench) run(ctx context.Context) error {
 	b.core = kubernetes.NewForConfigOrDie(cfg)
 	b.dyn = dynamic.NewForConfigOrDie(cfg)
 	b.target = kmshealth.DefaultTarget()
-	if err := kmshealth.InstallCRD(ctx, b.dyn, "kmsbench"); err != nil {
+	cl := install.Clients{Core: b.core, Dynamic: b.dyn}
+	target := reporterinstall.DefaultConfig("kube-system", "kmsbench")
+	if err := reporterinstall.InstallCRD(ctx, cl, target); err != nil {
 		return err
 	}
-	if err := kmshealth.EnsureObject(ctx, b.dyn, b.target, "kmsbench"); err != nil {
+	if err := reporterinstall.CreateTarget(ctx, cl, target); err != nil {
 		return err
 	}
 	if err := b.reporter(ctx); err != nil {
