@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 )
 
 // Kind is one resource the watches can follow: how to list and watch it,
@@ -143,8 +145,7 @@ type watches struct {
 // informer is a plain informer (store + controller, no shared-informer
 // fan-out): three goroutines per watched object instead of about nine.
 type informer struct {
-	mu         sync.Mutex
-	listErr    error
+	lw         *kube.RecordedListWatch
 	store      cache.Store
 	controller cache.Controller
 	cancel     context.CancelFunc
@@ -317,8 +318,12 @@ func (w *watches) startLocked(r Ref) *informer {
 		},
 		DeleteFunc: func(any) { notify() },
 	}
+	// A list that fails is reported to the users: a key whose input
+	// cannot be read is reported, not silently left unsynced.
+	wt.lw = kube.NewRecordedListWatch(r.Kind.newLW(r.Namespace, tweak))
+	wt.lw.OnListError = func(error) { notify() }
 	wt.store, wt.controller = cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: &recordingLW{ListerWatcherWithContext: cache.ToListerWatcherWithContext(r.Kind.newLW(r.Namespace, tweak)), w: wt, notify: notify},
+		ListerWatcher: wt.lw,
 		ObjectType:    objectType(r.Kind),
 		Handler:       handler,
 		Transform:     r.Kind.transform,
@@ -346,39 +351,7 @@ func (w *watches) Err(r Ref) error {
 	if wt == nil {
 		return nil
 	}
-	wt.mu.Lock()
-	defer wt.mu.Unlock()
-	return wt.listErr
-}
-
-// recordingLW records the outcome of each list, and tells the users of a
-// watch when a list fails (a key whose input cannot be read is reported,
-// not silently left unsynced).
-type recordingLW struct {
-	cache.ListerWatcherWithContext
-	w      *informer
-	notify func()
-}
-
-func (l *recordingLW) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-	obj, err := l.ListerWatcherWithContext.ListWithContext(ctx, o)
-	l.w.mu.Lock()
-	l.w.listErr = err
-	l.w.mu.Unlock()
-	if err != nil && ctx.Err() == nil {
-		l.notify()
-	}
-	return obj, err
-}
-
-// List and Watch satisfy cache.ListerWatcher; the reflector calls the
-// context variants.
-func (l *recordingLW) List(o metav1.ListOptions) (runtime.Object, error) {
-	return l.ListWithContext(context.Background(), o)
-}
-
-func (l *recordingLW) Watch(o metav1.ListOptions) (watch.Interface, error) {
-	return l.WatchWithContext(context.Background(), o)
+	return wt.lw.ListErr()
 }
 
 // notify handles an event of the watch of r: a root may change what keys

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -71,4 +72,84 @@ func WaitGone(ctx context.Context, ri dynamic.ResourceInterface, name string) er
 		return fmt.Errorf("wait until %s is gone: %w", name, err)
 	}
 	return nil
+}
+
+// RecordedListWatch wraps a ListerWatcher and records the outcome of its
+// lists and watches: a reflector only logs and retries a failed list (e.g.
+// Forbidden), so whoever waits on it can tell why nothing arrives.
+type RecordedListWatch struct {
+	cache.ListerWatcherWithContext
+	// OnListError, when set, is called after each failed list.
+	OnListError func(error)
+
+	mu        sync.Mutex
+	succeeded bool  // a list or watch ever succeeded
+	listErr   error // the last list's error, nil once a list succeeds
+	lastErr   error // the last error of either
+}
+
+// NewRecordedListWatch wraps lw.
+func NewRecordedListWatch(lw cache.ListerWatcher) *RecordedListWatch {
+	return &RecordedListWatch{ListerWatcherWithContext: cache.ToListerWatcherWithContext(lw)}
+}
+
+// ListWithContext lists and records the outcome.
+func (r *RecordedListWatch) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	obj, err := r.ListerWatcherWithContext.ListWithContext(ctx, o)
+	r.mu.Lock()
+	r.listErr = err
+	r.record(err)
+	r.mu.Unlock()
+	if err != nil && ctx.Err() == nil && r.OnListError != nil {
+		r.OnListError(err)
+	}
+	return obj, err
+}
+
+// WatchWithContext watches and records the outcome.
+func (r *RecordedListWatch) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	w, err := r.ListerWatcherWithContext.WatchWithContext(ctx, o)
+	r.mu.Lock()
+	r.record(err)
+	r.mu.Unlock()
+	return w, err
+}
+
+// List and Watch satisfy cache.ListerWatcher; reflectors call the context
+// variants.
+func (r *RecordedListWatch) List(o metav1.ListOptions) (runtime.Object, error) {
+	return r.ListWithContext(context.Background(), o)
+}
+
+// Watch: see List.
+func (r *RecordedListWatch) Watch(o metav1.ListOptions) (watch.Interface, error) {
+	return r.WatchWithContext(context.Background(), o)
+}
+
+func (r *RecordedListWatch) record(err error) {
+	r.succeeded = r.succeeded || err == nil
+	if err != nil {
+		r.lastErr = err
+	}
+}
+
+// Succeeded reports whether a list or watch ever succeeded.
+func (r *RecordedListWatch) Succeeded() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.succeeded
+}
+
+// ListErr is the error of the last list, nil once a list succeeds.
+func (r *RecordedListWatch) ListErr() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.listErr
+}
+
+// LastErr is the last error of any list or watch.
+func (r *RecordedListWatch) LastErr() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastErr
 }

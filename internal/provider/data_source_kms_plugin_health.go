@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
@@ -18,15 +16,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 )
@@ -318,17 +307,20 @@ func (d *kmsPluginHealthDataSource) Read(ctx context.Context, req datasource.Rea
 		connectionError(&resp.Diagnostics, err)
 		return
 	}
-	obs, err := observeHealth(ctx, dyn, q, d.now)
+	obs, err := kmshealth.Observe(ctx, dyn, kmshealth.Query{
+		Target: q.target, MaxStaleness: q.maxStaleness, ExpectedNodes: q.expectedNodes, Wait: q.wait, Now: d.now,
+		Progress: func(msg string, kv map[string]any) { tflog.Info(ctx, msg, kv) },
+	})
 	if err != nil {
-		addHealthReadError(&resp.Diagnostics, q.target, err)
+		addHealthReadError(&resp.Diagnostics, q.target, q.wait, err)
 		return
 	}
-	h := obs.health
+	h := obs.Health
 	if q.requireHealthy && !h.RotationReady {
 		resp.Diagnostics.AddAttributeError(path.Root("require_healthy"), "KMS plugins are not ready for key rotation", healthNotReadyDetail(q, obs))
 		return
 	}
-	if obs.timedOut {
+	if obs.TimedOut {
 		resp.Diagnostics.AddWarning("KMS plugins still not ready for key rotation", healthNotReadyDetail(q, obs))
 	}
 	m.setHealth(h)
@@ -336,14 +328,14 @@ func (d *kmsPluginHealthDataSource) Read(ctx context.Context, req datasource.Rea
 }
 
 // healthNotReadyDetail lists the problems one per line and what to do.
-func healthNotReadyDetail(q healthQuery, obs healthObservation) string {
+func healthNotReadyDetail(q healthQuery, obs kmshealth.Observation) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Target %s", q.target)
-	if obs.timedOut {
+	if obs.TimedOut {
 		fmt.Fprintf(&b, ", after waiting %s (wait_timeout)", q.wait)
 	}
 	b.WriteString(":\n")
-	for _, p := range obs.health.Problems {
+	for _, p := range obs.Health.Problems {
 		b.WriteString("  - " + p + "\n")
 	}
 	b.WriteString("\nFix the failing plugins (each node's reporter logs its probes) and wait until every node reports the same kekID " +
@@ -355,221 +347,26 @@ func healthNotReadyDetail(q healthQuery, obs healthObservation) string {
 	return b.String()
 }
 
-// healthTargetMissingError says the target object, or its resource, does not exist.
-type healthTargetMissingError struct {
-	target         kmshealth.Target
-	resourceServed bool
-	waited         time.Duration
-}
-
-func (e *healthTargetMissingError) Error() string {
-	t := e.target
-	var what string
-	if e.resourceServed {
-		what = fmt.Sprintf("%s %q (target %s) does not exist", t.Resource, t.Name, t)
-		if e.waited > 0 {
-			what += fmt.Sprintf(", also after waiting %s (wait_timeout)", e.waited)
-		}
-	} else {
-		what = fmt.Sprintf("the API server serves no resource %q in %s (target %s)", t.Resource, t.GVR().GroupVersion(), t)
-	}
-	if t.IsDefault() {
-		return what + ". Install the KMS health reporter with a kmshealth_reporter resource: it installs the KMSHealth CRD and the \"" +
-			kmshealth.DefaultObject + "\" object, and its reporters write there. If your reporters write elsewhere, set target to that object."
-	}
-	return what + ". Set target to the object the reporters write their conditions to (their --target flag), or leave it unset for the KMSHealth object " +
-		"that kmshealth_reporter installs."
-}
-
-func addHealthReadError(diags *diag.Diagnostics, t kmshealth.Target, err error) {
-	var missing *healthTargetMissingError
+func addHealthReadError(diags *diag.Diagnostics, t kmshealth.Target, wait time.Duration, err error) {
+	var missing *kmshealth.TargetMissingError
 	switch {
 	case errors.As(err, &missing):
-		diags.AddAttributeError(path.Root("target"), "KMS health target not found", err.Error())
+		what := err.Error()
+		if missing.Waited > 0 {
+			what += " (wait_timeout)"
+		}
+		if t.IsDefault() {
+			what += ". Install the KMS health reporter with a kmshealth_reporter resource: it installs the KMSHealth CRD and the \"" +
+				kmshealth.DefaultObject + "\" object, and its reporters write there. If your reporters write elsewhere, set target to that object."
+		} else {
+			what += ". Set target to the object the reporters write their conditions to (their --target flag), or leave it unset for the KMSHealth object " +
+				"that kmshealth_reporter installs."
+		}
+		diags.AddAttributeError(path.Root("target"), "KMS health target not found", what)
 	case apierrors.IsForbidden(err):
 		diags.AddError("Cannot read the KMS health target", fmt.Sprintf("%v\n\nThe provider's credentials need get (and, with wait_timeout, list and watch) on %s.",
-			err, t.GVR().GroupResource()))
+			strings.Replace(err.Error(), " for "+wait.String()+":", " for "+wait.String()+" (wait_timeout):", 1), t.GVR().GroupResource()))
 	default:
 		diags.AddError("Cannot read the KMS health target", err.Error())
-	}
-}
-
-// healthObservation is the judged health and how it was reached.
-type healthObservation struct {
-	health   kmshealth.Health
-	timedOut bool // wait_timeout ran out before rotation_ready
-}
-
-// observeHealth reads and judges the target; when it is not rotation ready and
-// q.wait allows, it watches the target and judges every change until it
-// is ready or the time is up. Time alone never makes a cluster ready (a
-// report only turns stale), so only watch events can end the wait early;
-// when it runs out, the last object seen is judged once more at that time.
-func observeHealth(ctx context.Context, dyn dynamic.Interface, q healthQuery, now func() time.Time) (healthObservation, error) {
-	judge := func(obj *unstructured.Unstructured) kmshealth.Health {
-		return kmshealth.Evaluate(kmshealth.Conditions(obj), kmshealth.EvalOptions{Now: now(), MaxStaleness: q.maxStaleness, ExpectedNodes: q.expectedNodes})
-	}
-	obj, err := kmshealth.GetTarget(ctx, dyn, q.target)
-	switch {
-	case apierrors.IsNotFound(err):
-		served, lerr := healthResourceServed(ctx, dyn, q.target)
-		if lerr != nil {
-			return healthObservation{}, lerr
-		}
-		if !served || q.wait == 0 {
-			return healthObservation{}, &healthTargetMissingError{target: q.target, resourceServed: served}
-		}
-		obj = nil
-	case err != nil:
-		return healthObservation{}, err
-	default:
-		if h := judge(obj); h.RotationReady || q.wait == 0 {
-			return healthObservation{health: h}, nil
-		}
-	}
-
-	start := now()
-	tflog.Info(ctx, "KMS plugins not ready for key rotation; watching the target", map[string]any{
-		"target": q.target.String(), "wait_timeout": q.wait.String(),
-	})
-	wctx, cancel := context.WithTimeout(ctx, q.wait)
-	defer cancel()
-	last := obj
-	var lastProblems []string
-	ready := func(ev watch.Event) (bool, error) {
-		o, ok := ev.Object.(*unstructured.Unstructured)
-		if !ok || ev.Type == watch.Deleted {
-			last = nil
-			tflog.Info(ctx, "KMS health target deleted; waiting for it to appear", map[string]any{"target": q.target.String()})
-			return false, nil
-		}
-		last = o
-		h := judge(o)
-		if h.RotationReady {
-			return true, nil
-		}
-		if !slices.Equal(h.Problems, lastProblems) {
-			lastProblems = h.Problems
-			tflog.Info(ctx, "KMS plugins not ready for key rotation yet", map[string]any{
-				"target": q.target.String(), "problems": strings.Join(h.Problems, "; "),
-				"waited": now().Sub(start).Truncate(time.Millisecond).String(),
-			})
-		}
-		return false, nil
-	}
-	lw := &healthTargetListWatch{ri: dyn.Resource(q.target.GVR()), selector: healthNameSelector(q.target)}
-	_, err = watchtools.UntilWithSync(wctx, lw.listWatch(), &unstructured.Unstructured{}, nil, ready)
-	if ctx.Err() != nil {
-		return healthObservation{}, ctx.Err()
-	}
-	if err != nil && !lw.served() {
-		// The informer only logs and retries a failed list or watch (e.g.
-		// no RBAC for them): report why nothing could be watched.
-		return healthObservation{}, fmt.Errorf("watch target %s for %s (wait_timeout): %w", q.target, q.wait, lw.err())
-	}
-	timedOut := err != nil
-	if timedOut {
-		tflog.Info(ctx, "KMS plugins not ready when wait_timeout ran out", map[string]any{"target": q.target.String(), "wait_timeout": q.wait.String()})
-	} else {
-		tflog.Info(ctx, "KMS plugins ready for key rotation", map[string]any{
-			"target": q.target.String(), "waited": now().Sub(start).Truncate(time.Millisecond).String(),
-		})
-	}
-	if last == nil {
-		return healthObservation{}, &healthTargetMissingError{target: q.target, resourceServed: true, waited: q.wait}
-	}
-	return healthObservation{health: judge(last), timedOut: timedOut}, nil
-}
-
-// healthResourceServed tells a missing object from a missing resource (e.g. the
-// CRD is not installed): both make a get NotFound, only the latter a list.
-func healthResourceServed(ctx context.Context, dyn dynamic.Interface, t kmshealth.Target) (bool, error) {
-	_, err := dyn.Resource(t.GVR()).List(ctx, metav1.ListOptions{Limit: 1, FieldSelector: healthNameSelector(t)})
-	switch {
-	case apierrors.IsNotFound(err):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("list %s for target %s: %w", t.GVR().GroupResource(), t, err)
-	}
-	return true, nil
-}
-
-func healthNameSelector(t kmshealth.Target) string {
-	return fields.OneTermEqualSelector("metadata.name", t.Name).String()
-}
-
-// healthTargetListWatch lists and watches the target object alone, and
-// remembers whether a list or watch (which the informer may use to list)
-// ever succeeded, and the last error.
-type healthTargetListWatch struct {
-	ri       dynamic.ResourceInterface
-	selector string
-
-	mu      sync.Mutex
-	ok      bool
-	lastErr error
-}
-
-func (w *healthTargetListWatch) listWatch() *cache.ListWatch {
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = w.selector
-			list, err := w.ri.List(ctx, o)
-			w.record(err == nil, err)
-			return list, err
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = w.selector
-			wi, err := w.ri.Watch(ctx, o)
-			w.record(err == nil, err)
-			return wi, err
-		},
-	}
-}
-
-func (w *healthTargetListWatch) record(ok bool, err error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.ok = w.ok || ok
-	if err != nil {
-		w.lastErr = err
-	}
-}
-
-func (w *healthTargetListWatch) served() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.ok
-}
-
-func (w *healthTargetListWatch) err() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.lastErr == nil {
-		return errors.New("no list or watch completed in time")
-	}
-	return w.lastErr
-}
-
-// Plan-time validators of this data source.
-var healthNodeName = kubeName{"a node name (RFC 1123 subdomain)", validation.IsDNS1123Subdomain}
-
-// healthTarget validates a group/version/resource/name target.
-type healthTarget struct{}
-
-func (healthTarget) Description(context.Context) string {
-	return "must be group/version/resource/name of a cluster-scoped object, e.g. " + kmshealth.DefaultTarget().String()
-}
-
-func (v healthTarget) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (healthTarget) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	if _, err := kmshealth.ParseTarget(req.ConfigValue.ValueString()); err != nil {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid target",
-			fmt.Sprintf("%s: %v. Name the cluster-scoped object whose status.conditions the reporters write, or leave it unset for %s.",
-				req.Path, err, kmshealth.DefaultTarget()))
 	}
 }

@@ -2,9 +2,7 @@ package provider
 
 import (
 	"context"
-	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -421,30 +419,3 @@ func (r *reconcilerResource) ImportState(ctx context.Context, req resource.Impor
 
 // reconcilerMode names the reconciler in the diagnostics of the shared glue.
 var reconcilerMode = installedMode{name: "reconciler", title: "Reconciler", workload: "Deployment", namespaceLabel: reconcilerinstall.NamespaceLabel}
-
-// Plan-time validators of this resource.
-var reconcilerName = kubeName{"a reconciler name (DNS-1035 label of at most 55 characters)", reconcilerinstall.ValidateName}
-
-// caBundleSource validates one <Kind>/<namespace>/<name>/<key> string.
-type caBundleSource struct{}
-
-func (caBundleSource) Description(context.Context) string {
-	return "must be <Kind>/<namespace>/<name>/<key>, the ca_bundle_source of a kmshealth_apiservice_cabundle"
-}
-
-func (v caBundleSource) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (caBundleSource) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	v := req.ConfigValue.ValueString()
-	if _, err := cabundle.ParseSource(v); err != nil {
-		// ParseSource speaks of the annotation it usually reads.
-		reason := strings.TrimPrefix(err.Error(), fmt.Sprintf("annotation %s=%q: ", cabundle.SourceAnnotation, v))
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid CA bundle source",
-			fmt.Sprintf("ca_bundles: %q is not a CA bundle source (%s). Use the ca_bundle_source attribute of a kmshealth_apiservice_cabundle, "+
-				"e.g. { for r in kmshealth_apiservice_cabundle.x : r.apiservice_name => r.ca_bundle_source }, or write <Kind>/<namespace>/<name>/<key> with Kind Secret or ConfigMap, "+
-				"e.g. Secret/kube-system/metrics-server-tls/ca.crt.", v, reason))
-	}
-}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -23,7 +22,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -727,108 +725,3 @@ func (r *reporterResource) ImportState(ctx context.Context, req resource.ImportS
 
 // reporterMode names the reporter in the diagnostics of the shared glue.
 var reporterMode = installedMode{name: "reporter", title: "Reporter", workload: "DaemonSet", namespaceLabel: reporterinstall.NamespaceLabel}
-
-// Plan-time validators of this resource.
-var (
-	reporterName      = kubeName{"a reporter name (DNS-1123 label)", reporterinstall.ValidateName}
-	targetString      = checkedString{"Invalid target", "must be <group>/<version>/<resource>/<name>", func(s string) error { _, err := kmshealth.ParseTarget(s); return err }}
-	priorityClassName = kubeName{"a PriorityClass name (RFC 1123 subdomain) or empty", func(s string) []string {
-		if s == "" {
-			return nil
-		}
-		return objectName.check(s)
-	}}
-)
-
-// kmsSockets validates kms_sockets as a whole: the socket pattern, and no
-// keyID twice.
-type kmsSockets struct{}
-
-func (kmsSockets) Description(context.Context) string {
-	return "each must match " + kmshealth.SocketPattern.String() + ", with distinct keyIDs"
-}
-
-func (v kmsSockets) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (kmsSockets) ValidateSet(ctx context.Context, req validator.SetRequest, resp *validator.SetResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	if len(req.ConfigValue.Elements()) == 0 {
-		resp.Diagnostics.AddAttributeError(req.Path, "No KMS sockets",
-			fmt.Sprintf("kms_sockets is empty: list at least one unix://%s/kms-<keyID>.sock, or remove kms_sockets to probe every socket in socket_dir (default %s).", kmshealth.SocketDir, kmshealth.SocketDir))
-		return
-	}
-	var sockets []string
-	for _, e := range req.ConfigValue.Elements() {
-		s, ok := e.(types.String)
-		if !ok || s.IsUnknown() || s.IsNull() {
-			return
-		}
-		sockets = append(sockets, s.ValueString())
-	}
-	if err := reporterinstall.ValidateSockets(sockets); err != nil {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid KMS socket",
-			fmt.Sprintf("kms_sockets: %s.\n\nEach socket must match %s, e.g. unix://%s/kms-1.sock, as in the API server's EncryptionConfiguration; "+
-				"or remove kms_sockets and set socket_dir to probe every kms-<keyID>.sock in a directory.",
-				strings.ReplaceAll(err.Error(), "\n", "; "), kmshealth.SocketPattern, kmshealth.SocketDir))
-	}
-}
-
-// labelMap validates node_selector keys and values.
-type labelMap struct{}
-
-func (labelMap) Description(context.Context) string {
-	return "keys must be label keys and values label values"
-}
-
-func (v labelMap) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (labelMap) ValidateMap(ctx context.Context, req validator.MapRequest, resp *validator.MapResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	sel := map[string]string{}
-	for k, e := range req.ConfigValue.Elements() {
-		s, ok := e.(types.String)
-		if !ok || s.IsUnknown() {
-			return
-		}
-		sel[k] = s.ValueString()
-	}
-	if err := reporterinstall.ValidateNodeSelector(sel); err != nil {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid node selector",
-			fmt.Sprintf("node_selector: %s. Keys are label keys such as %s (an optional DNS prefix and a name of at most 63 characters), values label values (at most 63 characters, may be empty).",
-				strings.ReplaceAll(err.Error(), "\n", "; "), reporterinstall.ControlPlaneLabel))
-	}
-}
-
-// tolerationObject validates one element of tolerations as the API server
-// would.
-type tolerationObject struct{}
-
-func (tolerationObject) Description(context.Context) string {
-	return "must be a valid toleration"
-}
-
-func (v tolerationObject) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (tolerationObject) ValidateObject(ctx context.Context, req validator.ObjectRequest, resp *validator.ObjectResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	for _, a := range req.ConfigValue.Attributes() {
-		if a.IsUnknown() {
-			return
-		}
-	}
-	var m tolerationModel
-	resp.Diagnostics.Append(req.ConfigValue.As(ctx, &m, basetypes.ObjectAsOptions{})...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if err := reporterinstall.ValidateToleration(m.toleration()); err != nil {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid toleration",
-			fmt.Sprintf("%s: %s.", req.Path, strings.ReplaceAll(err.Error(), "\n", "; ")))
-	}
-}

@@ -7,10 +7,15 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconcilerinstall"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/reporterinstall"
 )
 
 // kubeName validates a Kubernetes name of one flavour at plan time.
@@ -153,3 +158,158 @@ func (v goDuration) ValidateString(_ context.Context, req validator.StringReques
 			fmt.Sprintf("%s: %q must be %s, such as %s.", req.Path, s, want, examples))
 	}
 }
+
+// caBundleSource validates one <Kind>/<namespace>/<name>/<key> string.
+type caBundleSource struct{}
+
+func (caBundleSource) Description(context.Context) string {
+	return "must be <Kind>/<namespace>/<name>/<key>, the ca_bundle_source of a kmshealth_apiservice_cabundle"
+}
+
+func (v caBundleSource) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (caBundleSource) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	v := req.ConfigValue.ValueString()
+	if _, err := cabundle.ParseSource(v); err != nil {
+		// ParseSource speaks of the annotation it usually reads.
+		reason := strings.TrimPrefix(err.Error(), fmt.Sprintf("annotation %s=%q: ", cabundle.SourceAnnotation, v))
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid CA bundle source",
+			fmt.Sprintf("ca_bundles: %q is not a CA bundle source (%s). Use the ca_bundle_source attribute of a kmshealth_apiservice_cabundle, "+
+				"e.g. { for r in kmshealth_apiservice_cabundle.x : r.apiservice_name => r.ca_bundle_source }, or write <Kind>/<namespace>/<name>/<key> with Kind Secret or ConfigMap, "+
+				"e.g. Secret/kube-system/metrics-server-tls/ca.crt.", v, reason))
+	}
+}
+
+// kmsSockets validates kms_sockets as a whole: the socket pattern, and no
+// keyID twice.
+type kmsSockets struct{}
+
+func (kmsSockets) Description(context.Context) string {
+	return "each must match " + kmshealth.SocketPattern.String() + ", with distinct keyIDs"
+}
+
+func (v kmsSockets) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (kmsSockets) ValidateSet(ctx context.Context, req validator.SetRequest, resp *validator.SetResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if len(req.ConfigValue.Elements()) == 0 {
+		resp.Diagnostics.AddAttributeError(req.Path, "No KMS sockets",
+			fmt.Sprintf("kms_sockets is empty: list at least one unix://%s/kms-<keyID>.sock, or remove kms_sockets to probe every socket in socket_dir (default %s).", kmshealth.SocketDir, kmshealth.SocketDir))
+		return
+	}
+	var sockets []string
+	for _, e := range req.ConfigValue.Elements() {
+		s, ok := e.(types.String)
+		if !ok || s.IsUnknown() || s.IsNull() {
+			return
+		}
+		sockets = append(sockets, s.ValueString())
+	}
+	if err := reporterinstall.ValidateSockets(sockets); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid KMS socket",
+			fmt.Sprintf("kms_sockets: %s.\n\nEach socket must match %s, e.g. unix://%s/kms-1.sock, as in the API server's EncryptionConfiguration; "+
+				"or remove kms_sockets and set socket_dir to probe every kms-<keyID>.sock in a directory.",
+				strings.ReplaceAll(err.Error(), "\n", "; "), kmshealth.SocketPattern, kmshealth.SocketDir))
+	}
+}
+
+// labelMap validates node_selector keys and values.
+type labelMap struct{}
+
+func (labelMap) Description(context.Context) string {
+	return "keys must be label keys and values label values"
+}
+
+func (v labelMap) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (labelMap) ValidateMap(ctx context.Context, req validator.MapRequest, resp *validator.MapResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	sel := map[string]string{}
+	for k, e := range req.ConfigValue.Elements() {
+		s, ok := e.(types.String)
+		if !ok || s.IsUnknown() {
+			return
+		}
+		sel[k] = s.ValueString()
+	}
+	if err := reporterinstall.ValidateNodeSelector(sel); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid node selector",
+			fmt.Sprintf("node_selector: %s. Keys are label keys such as %s (an optional DNS prefix and a name of at most 63 characters), values label values (at most 63 characters, may be empty).",
+				strings.ReplaceAll(err.Error(), "\n", "; "), reporterinstall.ControlPlaneLabel))
+	}
+}
+
+// tolerationObject validates one element of tolerations as the API server
+// would.
+type tolerationObject struct{}
+
+func (tolerationObject) Description(context.Context) string {
+	return "must be a valid toleration"
+}
+
+func (v tolerationObject) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (tolerationObject) ValidateObject(ctx context.Context, req validator.ObjectRequest, resp *validator.ObjectResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	for _, a := range req.ConfigValue.Attributes() {
+		if a.IsUnknown() {
+			return
+		}
+	}
+	var m tolerationModel
+	resp.Diagnostics.Append(req.ConfigValue.As(ctx, &m, basetypes.ObjectAsOptions{})...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if err := reporterinstall.ValidateToleration(m.toleration()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid toleration",
+			fmt.Sprintf("%s: %s.", req.Path, strings.ReplaceAll(err.Error(), "\n", "; ")))
+	}
+}
+
+// healthTarget validates a group/version/resource/name target.
+type healthTarget struct{}
+
+func (healthTarget) Description(context.Context) string {
+	return "must be group/version/resource/name of a cluster-scoped object, e.g. " + kmshealth.DefaultTarget().String()
+}
+
+func (v healthTarget) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (healthTarget) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if _, err := kmshealth.ParseTarget(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid target",
+			fmt.Sprintf("%s: %v. Name the cluster-scoped object whose status.conditions the reporters write, or leave it unset for %s.",
+				req.Path, err, kmshealth.DefaultTarget()))
+	}
+}
+
+// Validators of kmshealth_reporter.
+var (
+	reporterName      = kubeName{"a reporter name (DNS-1123 label)", reporterinstall.ValidateName}
+	targetString      = checkedString{"Invalid target", "must be <group>/<version>/<resource>/<name>", func(s string) error { _, err := kmshealth.ParseTarget(s); return err }}
+	priorityClassName = kubeName{"a PriorityClass name (RFC 1123 subdomain) or empty", func(s string) []string {
+		if s == "" {
+			return nil
+		}
+		return objectName.check(s)
+	}}
+)
+
+// Validators of kmshealth_reconciler.
+var reconcilerName = kubeName{"a reconciler name (DNS-1035 label of at most 55 characters)", reconcilerinstall.ValidateName}
+
+// Validators of kmshealth_kms_plugin_health.
+var healthNodeName = kubeName{"a node name (RFC 1123 subdomain)", validation.IsDNS1123Subdomain}
