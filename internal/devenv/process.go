@@ -175,6 +175,24 @@ func Scrape(url, token string) (int, []byte, error) {
 // Metrics returns every series on /metrics: name{labels} -> value, labels
 // in the exposition's order (sorted by name).
 func (p *Process) Metrics() (map[string]float64, error) {
+	body, err := p.scrape()
+	if err != nil {
+		return nil, err
+	}
+	return ParseMetrics(body)
+}
+
+// Samples returns every series on /metrics with its labels apart, for
+// callers that group series by a label's value.
+func (p *Process) Samples() ([]Sample, error) {
+	body, err := p.scrape()
+	if err != nil {
+		return nil, err
+	}
+	return ParseSamples(body)
+}
+
+func (p *Process) scrape() ([]byte, error) {
 	code, body, err := Scrape(p.MetricsURL, p.MetricsToken)
 	if err != nil {
 		return nil, err
@@ -182,7 +200,7 @@ func (p *Process) Metrics() (map[string]float64, error) {
 	if code != http.StatusOK {
 		return nil, fmt.Errorf("GET %s: %d %s", p.MetricsURL, code, bytes.TrimSpace(body))
 	}
-	return ParseMetrics(body)
+	return body, nil
 }
 
 // Metric returns one series (name plus labels exactly as exposed, e.g.

@@ -1,24 +1,22 @@
-// Command bench is `make bench`: it measures the provider the way a user
-// feels it, as the wall time of real Terraform and OpenTofu commands against
-// the real test control plane (package testenv). It prints figures, not
-// pass/fail; BENCHMARKS.md records them.
+// Command bench is `make bench`: it measures the provider and the in-cluster
+// modes on real parts (the real test control plane of package testenv, the
+// real binary run as a process) and prints figures, not pass/fail;
+// BENCHMARKS.md records them.
 //
-//	go run ./internal/cmd/bench plan [-resources=50] [-runs=7] [-cli=terraform,tofu]
+//	go run ./internal/cmd/bench plan      [-resources=50] [-runs=7] [-cli=terraform,tofu]
+//	go run ./internal/cmd/bench reconcile [-corruptions=50] [-apiservices=200] [-idle=60s] [-unrelated=5000]
+//	go run ./internal/cmd/bench kms       [-plugins=3] [-cycles=500] [-intervals=6] [-nodes=100] [-rounds=200] [-flips=20]
+//	go run ./internal/cmd/bench all
 //
-// plan creates -resources aggregated APIServices, applies one
-// kmshealth_apiservice_cabundle per APIService (one resource block each,
-// one CA per resource), then times -runs no-op `plan`s after one untimed
-// warm-up. Each plan must be empty: a diff right after apply would be a bug.
-// As a baseline it also times a plan of a configuration with the provider
-// block and no resources, which is the CLI's and the provider's start-up.
-// For one timed plan of each configuration it counts the requests the API
-// server served, from its apiserver_request_total metric.
+// plan (plan.go) times no-op Terraform and OpenTofu plans; reconcile
+// (reconcile.go) the reconcile mode's drift restore, idle requests and
+// memory; kms (kms.go) the KMS health probe, reporter, aggregator and data
+// source; all runs the three in turn with their default flags, each on its
+// own control plane. Every subcommand reads Prometheus metrics with
+// devenv's one parser and summarises timings with devenv.Latencies.
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -26,520 +24,168 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
-	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testpki"
 )
 
-const usage = `usage: go run ./internal/cmd/bench plan [-resources=50] [-runs=7] [-cli=terraform,tofu]`
+const usage = `usage: go run ./internal/cmd/bench <subcommand> [flags]
+  ` + planUsage + `
+  ` + reconcileUsage + `
+  ` + kmsUsage + `
+  all  (plan, reconcile and kms in turn, default flags)`
 
 func main() {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	if len(os.Args) < 2 || os.Args[1] != "plan" {
-		fmt.Fprintln(os.Stderr, usage)
-		os.Exit(2)
-	}
-	o, err := parseFlags(os.Args[2:])
+	run, err := parseArgs(os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
 	}
-	if err := runPlan(ctx, o, os.Stdout); err != nil {
+	if err := run(ctx, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "bench failed:", err)
+		cancel()
 		os.Exit(1)
 	}
 }
 
-// options are the flags of the plan subcommand.
-type options struct {
-	resources int
-	runs      int
-	clis      []string
+// runner is one subcommand with its flags parsed and validated.
+type runner func(ctx context.Context, out io.Writer) error
+
+// subcommands parse their flags (validated before anything starts, so bad
+// flags fail in milliseconds) and return what to run.
+var subcommands = map[string]func(args []string) (runner, error){
+	"plan": func(args []string) (runner, error) {
+		o, err := parsePlanFlags(args)
+		return o.run, err
+	},
+	"reconcile": func(args []string) (runner, error) {
+		o, err := parseReconcileFlags(args)
+		return o.run, err
+	},
+	"kms": func(args []string) (runner, error) {
+		o, err := parseKMSFlags(args)
+		return o.run, err
+	},
+	"all": parseAll,
 }
 
-func parseFlags(args []string) (options, error) {
-	var o options
-	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+// parseArgs picks the subcommand named by args[0] and parses the rest as
+// its flags; anything unknown is an error.
+func parseArgs(args []string) (runner, error) {
+	if len(args) == 0 {
+		return nil, fmt.Errorf("missing subcommand\n%s", usage)
+	}
+	parse, ok := subcommands[args[0]]
+	if !ok {
+		return nil, fmt.Errorf("unknown subcommand %q\n%s", args[0], usage)
+	}
+	return parse(args[1:])
+}
+
+// parseAll takes no flags and runs every subcommand with its defaults.
+func parseAll(args []string) (runner, error) {
+	if len(args) > 0 {
+		return nil, fmt.Errorf("all takes no flags or arguments, got %q\n%s", args, usage)
+	}
+	plan, err1 := parsePlanFlags(nil)
+	reconcile, err2 := parseReconcileFlags(nil)
+	kms, err3 := parseKMSFlags(nil)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return nil, err
+	}
+	runs := []runner{plan.run, reconcile.run, kms.run}
+	return func(ctx context.Context, out io.Writer) error {
+		for i, r := range runs {
+			if i > 0 {
+				_, _ = fmt.Fprintln(out)
+			}
+			if err := r(ctx, out); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil
+}
+
+// parseFlags parses args into fs: unknown flags and positional arguments
+// are errors, which carry the subcommand's usage line.
+func parseFlags(fs *flag.FlagSet, args []string, usage string) error {
 	fs.SetOutput(io.Discard)
-	fs.IntVar(&o.resources, "resources", 50, "number of kmshealth_apiservice_cabundle resources")
-	fs.IntVar(&o.runs, "runs", 7, "timed plans per configuration")
-	cli := fs.String("cli", "terraform,tofu", "comma-separated CLIs to run: terraform, tofu")
 	if err := fs.Parse(args); err != nil {
-		return o, fmt.Errorf("%w\n%s", err, usage)
+		return fmt.Errorf("%w\nusage: go run ./internal/cmd/bench %s", err, usage)
 	}
 	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected arguments %q\n%s", fs.Args(), usage)
-	}
-	for c := range strings.SplitSeq(*cli, ",") {
-		if c = strings.TrimSpace(c); c != "" {
-			o.clis = append(o.clis, c)
-		}
-	}
-	return o, o.Validate()
-}
-
-// Validate runs before anything starts, so bad flags fail in milliseconds.
-func (o options) Validate() error {
-	if o.resources < 1 || o.resources > 1000 {
-		return fmt.Errorf("-resources=%d: want 1..1000", o.resources)
-	}
-	if o.runs < 1 {
-		return fmt.Errorf("-runs=%d: want at least 1", o.runs)
-	}
-	if len(o.clis) == 0 {
-		return errors.New("-cli is empty: want terraform, tofu or both")
-	}
-	for _, c := range o.clis {
-		if c != "terraform" && c != "tofu" {
-			return fmt.Errorf("-cli: unknown CLI %q: want terraform or tofu", c)
-		}
+		return fmt.Errorf("unexpected arguments %q\nusage: go run ./internal/cmd/bench %s", fs.Args(), usage)
 	}
 	return nil
 }
 
-// row is one line of the result table.
-type row struct {
-	cli       string // e.g. "terraform 1.5.7"
-	resources int
-	times     []time.Duration
-	requests  string
+// intFlag is an integer flag's name and value, for atLeast1.
+type intFlag struct {
+	name  string
+	value int
 }
 
-// bench holds what every CLI's measurement shares.
-type bench struct {
-	o           options
-	env         *testenv.Env
-	work        string // temporary root: provider binary and working directories
-	providerDir string
-	bundles     []string // one CA PEM per resource
-	log         io.Writer
+// atLeast1 reports every integer flag that is not positive.
+func atLeast1(flags ...intFlag) error {
+	var errs []error
+	for _, f := range flags {
+		if f.value < 1 {
+			errs = append(errs, fmt.Errorf("-%s=%d: want at least 1", f.name, f.value))
+		}
+	}
+	return errors.Join(errs...)
 }
 
-func runPlan(ctx context.Context, o options, out io.Writer) error {
-	b := &bench{o: o, log: os.Stderr}
-	load := loadAverage() // before we add our own
-	b.logf("starting etcd, kube-apiserver and the KMS v2 plugin")
-	env, err := testenv.Start(ctx)
-	if err != nil {
-		return fmt.Errorf("start test control plane: %w", err)
-	}
-	defer env.Stop()
-	b.env = env
-	server, err := env.Clientset().Discovery().ServerVersion()
-	if err != nil {
-		return fmt.Errorf("read kube-apiserver version: %w", err)
-	}
-
-	b.logf("creating %d APIServices", o.resources)
-	if err := b.createAPIServices(ctx); err != nil {
-		return err
-	}
-	if b.work, err = os.MkdirTemp("", "kmshealth-bench-"); err != nil {
-		return fmt.Errorf("create work directory: %w", err)
-	}
-	defer func() { _ = os.RemoveAll(b.work) }()
-	b.logf("building the provider")
-	b.providerDir = filepath.Join(b.work, "bin")
-	if _, err := devenv.BuildProvider(ctx, b.providerDir, "bench"); err != nil {
-		return fmt.Errorf("build provider: %w", err)
-	}
-
-	var rows []row
-	for _, name := range o.clis {
-		r, err := b.measureCLI(ctx, name)
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+// waitMetrics scrapes p (once per every, for at most timeout) until done
+// holds for its metrics: a process offers no watch of its own metrics. On
+// timeout the error shows the kmshealth_* series of the last scrape.
+func waitMetrics(ctx context.Context, p *devenv.Process, what string, every, timeout time.Duration, done func(map[string]float64) bool) error {
+	var last map[string]float64
+	var scrapeErr error
+	err := wait.PollUntilContextTimeout(ctx, every, timeout, true, func(context.Context) (bool, error) {
+		m, err := p.Metrics() // an error is retried: the next scrape may succeed
+		if scrapeErr = err; err == nil {
+			last = m
 		}
-		rows = append(rows, r...)
-	}
-	_, _ = fmt.Fprintf(out, "no-op plan, %d kmshealth_apiservice_cabundle, %d runs (kube-apiserver %s, %s, %d CPUs, load average %s at start)\n",
-		o.resources, o.runs, server.GitVersion, runtime.Version(), runtime.NumCPU(), load)
-	return printTable(out, rows)
-}
-
-func (b *bench) logf(format string, args ...any) {
-	_, _ = fmt.Fprintf(b.log, "bench: "+format+"\n", args...)
-}
-
-// createAPIServices creates v1.g<i>.bench.example.com for every resource,
-// pointing at a Service that need not exist (there is no kubelet), and one
-// CA per resource. Everything goes when the control plane stops.
-func (b *bench) createAPIServices(ctx context.Context) error {
-	agg, err := aggregator.NewForConfig(b.env.RESTConfig())
-	if err != nil {
-		return fmt.Errorf("aggregator client: %w", err)
-	}
-	port := int32(443)
-	for i := range b.o.resources {
-		group := fmt.Sprintf("g%d.bench.example.com", i)
-		svc := &apiregv1.APIService{
-			ObjectMeta: metav1.ObjectMeta{Name: apiServiceName(i)},
-			Spec: apiregv1.APIServiceSpec{
-				Group: group, Version: "v1", GroupPriorityMinimum: 1000, VersionPriority: 15,
-				Service: &apiregv1.ServiceReference{Namespace: "default", Name: fmt.Sprintf("api-g%d", i), Port: &port},
-			},
-		}
-		if _, err := agg.ApiregistrationV1().APIServices().Create(ctx, svc, metav1.CreateOptions{FieldManager: "installer"}); err != nil {
-			return fmt.Errorf("create APIService %s: %w", svc.Name, err)
-		}
-		ca, err := newCAPEM(group + " CA")
-		if err != nil {
-			return fmt.Errorf("generate CA for %s: %w", svc.Name, err)
-		}
-		b.bundles = append(b.bundles, ca)
-	}
-	return nil
-}
-
-func apiServiceName(i int) string { return fmt.Sprintf("v1.g%d.bench.example.com", i) }
-
-// measureCLI times the baseline (no resources) and the full configuration
-// with one CLI, and returns their rows.
-func (b *bench) measureCLI(ctx context.Context, name string) ([]row, error) {
-	version, err := b.cliVersion(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	label := name + " " + version
-
-	b.logf("%s: baseline, provider block and no resources", label)
-	empty, err := b.newWorkdir(name, "empty", 0)
-	if err != nil {
-		return nil, err
-	}
-	base, err := b.timePlans(ctx, empty)
-	if err != nil {
-		return nil, fmt.Errorf("baseline: %w", err)
-	}
-	base.cli, base.resources = label, 0
-
-	full, err := b.newWorkdir(name, "full", b.o.resources)
-	if err != nil {
-		return nil, err
-	}
-	b.logf("%s: apply %d resources (not timed)", label, b.o.resources)
-	if err := run(ctx, full, 0, "apply", "-auto-approve", "-input=false"); err != nil {
-		return nil, err
-	}
-	b.logf("%s: %d no-op plans", label, b.o.runs)
-	r, err := b.timePlans(ctx, full)
-	if err != nil {
-		return nil, err
-	}
-	r.cli, r.resources = label, b.o.resources
-	b.logf("%s: destroy", label)
-	if err := run(ctx, full, 0, "destroy", "-auto-approve", "-input=false"); err != nil {
-		return nil, err
-	}
-	return []row{base, r}, nil
-}
-
-// cliVersion returns the CLI's version number, e.g. "1.5.7".
-func (b *bench) cliVersion(ctx context.Context, name string) (string, error) {
-	cli, err := b.newWorkdir(name, "version", 0)
-	if err != nil {
-		return "", err
-	}
-	if err := run(ctx, cli, 0, "version"); err != nil {
-		return "", err
-	}
-	// First line: "Terraform v1.5.7" or "OpenTofu v1.12.6".
-	first, _, _ := strings.Cut(cli.out.String(), "\n")
-	_, v, ok := strings.Cut(first, " v")
-	if !ok {
-		return "", fmt.Errorf("%s version: unexpected output %q", name, first)
-	}
-	return strings.TrimSpace(v), nil
-}
-
-// workdir is a CLI set up to run in its own root module, with the output
-// of its last command kept for error messages.
-type workdir struct {
-	*devenv.CLI
-	out *bytes.Buffer
-}
-
-// newWorkdir writes a root module with n resources for CLI name into a
-// fresh directory and returns the CLI set up to run there.
-func (b *bench) newWorkdir(name, kind string, n int) (*workdir, error) {
-	dir := filepath.Join(b.work, name+"-"+kind)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create working directory: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(mainTF(b.env.Kubeconfig, b.bundles[:n])), 0o600); err != nil {
-		return nil, fmt.Errorf("write main.tf: %w", err)
-	}
-	cli, err := devenv.NewCLI(name, dir, b.providerDir)
-	if err != nil {
-		return nil, fmt.Errorf("set up %s: %w", name, err)
-	}
-	w := &workdir{CLI: cli, out: &bytes.Buffer{}}
-	cli.Stdout = w.out
-	return w, nil
-}
-
-// mainTF is a root module with one resource block per bundle, resource i
-// owning the caBundle of APIService i. Separate blocks, not for_each, as in
-// the kubectl_manifest reference.
-func mainTF(kubeconfig string, bundles []string) string {
-	var sb strings.Builder
-	fmt.Fprintf(&sb, `terraform {
-  required_providers {
-    kmshealth = { source = "kmshealth/kmshealth" }
-  }
-}
-
-provider "kmshealth" {
-  config_path = %q
-}
-`, kubeconfig)
-	for i, bundle := range bundles {
-		fmt.Fprintf(&sb, "\nresource \"kmshealth_apiservice_cabundle\" \"r%d\" {\n  apiservice_name = %q\n  ca_bundle       = <<PEM\n%sPEM\n}\n",
-			i, apiServiceName(i), bundle)
-	}
-	return sb.String()
-}
-
-// timePlans runs one untimed warm-up plan, then b.o.runs timed ones, each
-// of which must report no changes. The API server's request counters are
-// read around the first timed plan (outside the timed interval).
-func (b *bench) timePlans(ctx context.Context, cli *workdir) (row, error) {
-	args := []string{"plan", "-input=false", "-detailed-exitcode", "-lock=false"}
-	if err := run(ctx, cli, 0, args...); err != nil {
-		return row{}, err
-	}
-	var r row
-	for i := range b.o.runs {
-		var before requestCounts
-		if i == 0 {
-			var err error
-			if before, err = b.scrape(ctx); err != nil {
-				return row{}, err
-			}
-		}
-		start := time.Now()
-		if err := run(ctx, cli, 0, args...); err != nil {
-			return row{}, err
-		}
-		r.times = append(r.times, time.Since(start))
-		if i == 0 {
-			after, err := b.scrape(ctx)
-			if err != nil {
-				return row{}, err
-			}
-			r.requests = after.sub(before).String()
-		}
-	}
-	return r, nil
-}
-
-// run runs the CLI and checks its exit code; on failure the error carries
-// the end of the CLI's output.
-func run(ctx context.Context, cli *workdir, want int, args ...string) error {
-	cli.out.Reset()
-	code, err := cli.Run(ctx, args...)
-	if err != nil {
-		return err
-	}
-	if code != want {
-		out := cli.out.String()
-		if len(out) > 4000 {
-			out = "…" + out[len(out)-4000:]
-		}
-		return fmt.Errorf("%s %s: exit code %d, want %d (2 means plan found changes right after apply: a bug); output:\n%s",
-			cli.Name, strings.Join(args, " "), code, want, out)
-	}
-	return nil
-}
-
-// scrape reads the API server's request counters.
-func (b *bench) scrape(ctx context.Context) (requestCounts, error) {
-	body, err := b.env.Clientset().Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("scrape kube-apiserver /metrics: %w", err)
-	}
-	c, err := parseRequestTotals(bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("parse kube-apiserver /metrics: %w", err)
-	}
-	return c, nil
-}
-
-// requestKey identifies a kind of request: verb and resource (with
-// "/subresource" when there is one), or verb and path for the non-resource
-// requests the metric counts: discovery ("/api", "/apis") and health checks.
-// (It does not count /version, /openapi or /metrics, so scraping does not
-// disturb it.)
-type requestKey struct{ verb, resource string }
-
-// requestCounts sums apiserver_request_total over every other label (code,
-// group, version, scope, component, dry_run).
-type requestCounts map[requestKey]float64
-
-// parseRequestTotals reads apiserver_request_total from the Prometheus text
-// exposition format. It handles just what that metric needs (quoted label
-// values with escapes), not the whole format.
-func parseRequestTotals(r io.Reader) (requestCounts, error) {
-	const metric = "apiserver_request_total{"
-	counts := requestCounts{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, metric) {
-			continue
-		}
-		labels, rest, err := parseLabels(line[len(metric):])
-		if err != nil {
-			return nil, fmt.Errorf("%w in line %q", err, line)
-		}
-		value, _, _ := strings.Cut(strings.TrimSpace(rest), " ") // an optional timestamp follows
-		v, err := strconv.ParseFloat(value, 64)
-		if err != nil {
-			return nil, fmt.Errorf("value %q in line %q: %w", value, line, err)
-		}
-		k := requestKey{verb: labels["verb"], resource: labels["resource"]}
-		switch sub := labels["subresource"]; {
-		case k.resource == "": // the path is in subresource, with or without "/"
-			k.resource = "/" + strings.TrimPrefix(sub, "/")
-		case sub != "":
-			k.resource += "/" + sub
-		}
-		counts[k] += v
-	}
-	return counts, sc.Err()
-}
-
-// parseLabels parses `name="value",...}` and returns the labels and what
-// follows the closing brace.
-func parseLabels(s string) (map[string]string, string, error) {
-	labels := map[string]string{}
-	for {
-		s = strings.TrimLeft(s, ", ")
-		if strings.HasPrefix(s, "}") {
-			return labels, s[1:], nil
-		}
-		name, rest, ok := strings.Cut(s, `="`)
-		if !ok {
-			return nil, "", errors.New("malformed label set")
-		}
-		var value strings.Builder
-		i := 0
-		for ; i < len(rest) && rest[i] != '"'; i++ {
-			if rest[i] == '\\' && i+1 < len(rest) {
-				i++
-				if rest[i] == 'n' {
-					value.WriteByte('\n')
-					continue
-				}
-			}
-			value.WriteByte(rest[i])
-		}
-		if i == len(rest) {
-			return nil, "", fmt.Errorf("unterminated value of label %q", name)
-		}
-		labels[name] = value.String()
-		s = rest[i+1:]
-	}
-}
-
-// sub returns the counts that grew from before to c.
-func (c requestCounts) sub(before requestCounts) requestCounts {
-	d := requestCounts{}
-	for k, v := range c {
-		if v -= before[k]; v > 0 {
-			d[k] = v
-		}
-	}
-	return d
-}
-
-// alwaysShown are the verbs whose absence is the point: a plan must not
-// list, watch, write or discover per resource.
-var alwaysShown = []string{"LIST", "WATCH", "PATCH", "APPLY"}
-
-// String lists the non-zero counts, GETs first, then the zero counts that
-// matter, e.g.
-// "GET apiservices=50 GET configmaps=50 LIST=0 WATCH=0 PATCH=0 APPLY=0 discovery=0".
-func (c requestCounts) String() string {
-	keys := make([]requestKey, 0, len(c))
-	totals := map[string]float64{}
-	for k, v := range c {
-		keys = append(keys, k)
-		totals[k.verb] += v
-	}
-	rank := func(verb string) string { // GET first, then alphabetical
-		if verb == "GET" {
-			return ""
-		}
-		return verb
-	}
-	slices.SortFunc(keys, func(a, b requestKey) int {
-		return cmp.Or(strings.Compare(rank(a.verb), rank(b.verb)), strings.Compare(a.resource, b.resource))
+		return err == nil && done(m), nil
 	})
-	var parts []string
-	discovery := false
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s %s=%g", k.verb, k.resource, c[k]))
-		discovery = discovery || strings.HasPrefix(k.resource, "/api")
+	if err == nil {
+		return nil
 	}
-	for _, verb := range alwaysShown {
-		if totals[verb] == 0 {
-			parts = append(parts, verb+"=0")
+	if scrapeErr != nil {
+		return fmt.Errorf("%s: not within %s: %w (last scrape: %v)", what, timeout, err, scrapeErr)
+	}
+	var series []string
+	for k, v := range last {
+		if strings.HasPrefix(k, "kmshealth_") {
+			series = append(series, fmt.Sprintf("%s %v", k, v))
 		}
 	}
-	if !discovery {
-		parts = append(parts, "discovery=0")
-	}
-	return strings.Join(parts, " ")
+	slices.Sort(series)
+	return fmt.Errorf("%s: not within %s: %w; kmshealth series: %s", what, timeout, err, strings.Join(series, ", "))
 }
 
-// stats returns the minimum, median and maximum of ts (not empty).
-func stats(ts []time.Duration) (minimum, median, maximum time.Duration) {
-	s := slices.Sorted(slices.Values(ts))
-	median = s[len(s)/2]
-	if len(s)%2 == 0 {
-		median = (s[len(s)/2-1] + s[len(s)/2]) / 2
+// sleep waits for d unless ctx ends first: a measurement window or a
+// settling pause, never in place of waiting on something observable.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	return s[0], median, s[len(s)-1]
 }
 
-func printTable(out io.Writer, rows []row) error {
-	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	_, _ = fmt.Fprintln(w, "cli\tresources\tmin\tp50\tmax\tAPI requests per plan")
-	for _, r := range rows {
-		lo, mid, hi := stats(r.times)
-		_, _ = fmt.Fprintf(w, "%s\t%d\t%.2fs\t%.2fs\t%.2fs\t%s\n", r.cli, r.resources, lo.Seconds(), mid.Seconds(), hi.Seconds(), r.requests)
-	}
-	return w.Flush()
-}
-
-// loadAverage is the 1-minute load average, to tell a quiet machine's
-// figures from a busy one's; "n/a" where /proc/loadavg does not exist.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "n/a"
-	}
-	return strings.Fields(string(b) + " n/a")[0]
-}
-
-// newCAPEM returns a fresh self-signed CA certificate valid for a year.
-func newCAPEM(cn string) (string, error) {
-	b, err := testpki.CertPEM(cn, testpki.Options{})
-	return string(b), err
-}
+// newCA returns a fresh self-signed CA certificate in PEM, valid for a year.
+func newCA(cn string) []byte { return testpki.MustCertPEM(cn, testpki.Options{}) }

@@ -1,20 +1,24 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
 )
 
-func TestParseFlags(t *testing.T) {
+func TestParsePlanFlags(t *testing.T) {
 	tests := []struct {
 		args    []string
-		want    options
+		want    planOptions
 		wantErr string
 	}{
-		{args: nil, want: options{resources: 50, runs: 7, clis: []string{"terraform", "tofu"}}},
-		{args: []string{"-resources=3", "-runs=1", "-cli=tofu"}, want: options{resources: 3, runs: 1, clis: []string{"tofu"}}},
-		{args: []string{"-cli=terraform, tofu,"}, want: options{resources: 50, runs: 7, clis: []string{"terraform", "tofu"}}},
+		{args: nil, want: planOptions{resources: 50, runs: 7, clis: []string{"terraform", "tofu"}}},
+		{args: []string{"-resources=3", "-runs=1", "-cli=tofu"}, want: planOptions{resources: 3, runs: 1, clis: []string{"tofu"}}},
+		{args: []string{"-cli=terraform, tofu,"}, want: planOptions{resources: 50, runs: 7, clis: []string{"terraform", "tofu"}}},
 		{args: []string{"-resources=0"}, wantErr: "-resources=0"},
 		{args: []string{"-runs=0"}, wantErr: "-runs=0"},
 		{args: []string{"-cli=pulumi"}, wantErr: `unknown CLI "pulumi"`},
@@ -24,7 +28,7 @@ func TestParseFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			got, err := parseFlags(tt.args)
+			got, err := parsePlanFlags(tt.args)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error = %v, want it to contain %q", err, tt.wantErr)
@@ -52,11 +56,12 @@ apiserver_request_total{code="200",component="apiserver",dry_run="",group="apire
 apiserver_request_duration_seconds_bucket{verb="GET",le="0.005"} 99
 `
 
-func TestParseRequestTotals(t *testing.T) {
-	got, err := parseRequestTotals(strings.NewReader(metricsBefore))
+func TestCountRequests(t *testing.T) {
+	samples, err := devenv.ParseSamples([]byte(metricsBefore))
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := countRequests(samples, "apiserver_request_total")
 	want := requestCounts{
 		{"GET", "apiservices"}: 11, {"GET", "configmaps"}: 4, {"GET", "/apis"}: 1, {"GET", "/readyz"}: 2,
 		{"PUT", "apiservices/status"}: 3,
@@ -71,25 +76,27 @@ func TestParseRequestTotals(t *testing.T) {
 	}
 }
 
-func TestParseRequestTotalsErrors(t *testing.T) {
-	for _, in := range []string{
-		`apiserver_request_total{verb="GET} 1`,
-		`apiserver_request_total{verb} 1`,
-		`apiserver_request_total{verb="GET"} one`,
-	} {
-		if _, err := parseRequestTotals(strings.NewReader(in)); err == nil {
-			t.Errorf("%s: no error", in)
-		}
-	}
-}
-
-func TestParseLabelsEscapes(t *testing.T) {
-	labels, rest, err := parseLabels(`a="x\"y\\z\n",b=""} 7 1700000000`)
+func TestCountKubeAPIRequests(t *testing.T) {
+	samples, err := devenv.ParseSamples([]byte(`# TYPE kmshealth_kube_api_requests_total counter
+kmshealth_kube_api_requests_total{resource="leases",verb="PUT"} 30
+kmshealth_kube_api_requests_total{resource="kmshealths",verb="PATCH"} 7
+kmshealth_kube_api_requests_total{resource="configmaps",verb="WATCH"} 2
+# TYPE kmshealth_reporter_writes_total counter
+kmshealth_reporter_writes_total{result="ok"} 6
+kmshealth_reporter_writes_total{result="dropped"} 1
+`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if labels["a"] != "x\"y\\z\n" || labels["b"] != "" || rest != " 7 1700000000" {
-		t.Errorf("labels %q, rest %q", labels, rest)
+	got := countRequests(samples, "kmshealth_kube_api_requests_total")
+	if len(got) != 3 || got[requestKey{"PUT", "leases"}] != 30 || got[requestKey{"PATCH", "kmshealths"}] != 7 || got[requestKey{"WATCH", "configmaps"}] != 2 {
+		t.Errorf("got %v", got)
+	}
+	if ok := sum(samples, "kmshealth_reporter_writes_total", map[string]string{"result": "ok"}); ok != 6 {
+		t.Errorf("ok writes = %v, want 6", ok)
+	}
+	if all := sum(samples, "kmshealth_reporter_writes_total", nil); all != 7 {
+		t.Errorf("all writes = %v, want 7", all)
 	}
 }
 
@@ -129,21 +136,22 @@ func TestSub(t *testing.T) {
 	}
 }
 
-func TestStats(t *testing.T) {
+func TestPrintTable(t *testing.T) {
 	s := time.Second
-	tests := []struct {
-		in            []time.Duration
-		lo, mid, high time.Duration
-	}{
-		{[]time.Duration{s}, s, s, s},
-		{[]time.Duration{3 * s, 1 * s, 2 * s}, s, 2 * s, 3 * s},
-		{[]time.Duration{4 * s, 1 * s, 2 * s, 3 * s}, s, 2500 * time.Millisecond, 4 * s},
+	var out strings.Builder
+	err := printTable(&out, []row{
+		{cli: "terraform 1.5.7", resources: 0, times: devenv.Latencies{3 * s, s, 2 * s}, requests: "LIST=0"},
+		{cli: "tofu 1.12.6", resources: 50, times: devenv.Latencies{1500 * time.Millisecond}, requests: "GET apiservices=50"},
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range tests {
-		lo, mid, hi := stats(tt.in)
-		if lo != tt.lo || mid != tt.mid || hi != tt.high {
-			t.Errorf("stats(%v) = %v %v %v, want %v %v %v", tt.in, lo, mid, hi, tt.lo, tt.mid, tt.high)
-		}
+	want := `cli              resources  min    p50    max    API requests per plan
+terraform 1.5.7  0          1.00s  2.00s  3.00s  LIST=0
+tofu 1.12.6      50         1.50s  1.50s  1.50s  GET apiservices=50
+`
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
 	}
 }
 
@@ -163,5 +171,69 @@ func TestMainTF(t *testing.T) {
 	}
 	if n := strings.Count(got, "resource "); n != 2 {
 		t.Errorf("%d resource blocks, want 2", n)
+	}
+}
+
+func TestParseArgs(t *testing.T) {
+	tests := []struct {
+		args    []string
+		wantErr string
+	}{
+		{args: []string{"plan"}},
+		{args: []string{"plan", "-runs=1", "-cli=tofu"}},
+		{args: []string{"reconcile", "-idle=5s", "-apiservices=3"}},
+		{args: []string{"kms", "-nodes=3", "-flips=1"}},
+		{args: []string{"all"}},
+		{args: nil, wantErr: "missing subcommand"},
+		{args: []string{"plans"}, wantErr: `unknown subcommand "plans"`},
+		{args: []string{"-runs=1"}, wantErr: `unknown subcommand "-runs=1"`},
+		{args: []string{"all", "-runs=1"}, wantErr: "all takes no flags"},
+		{args: []string{"reconcile", "extra"}, wantErr: "unexpected arguments"},
+		{args: []string{"reconcile", "-resources=3"}, wantErr: "not defined"},
+		{args: []string{"reconcile", "-idle=0s", "-corruptions=0"}, wantErr: "-corruptions=0"},
+		{args: []string{"reconcile", "-idle=0s"}, wantErr: "-idle=0s"},
+		{args: []string{"reconcile", "-unrelated=-1"}, wantErr: "-unrelated=-1"},
+		{args: []string{"kms", "-flips=0"}, wantErr: "-flips=0"},
+		{args: []string{"kms", "-cli=tofu"}, wantErr: "not defined"},
+		{args: []string{"kms", "--", "x"}, wantErr: "unexpected arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			run, err := parseArgs(tt.args)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want it to contain %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || run == nil {
+				t.Fatalf("run %v, error %v", run != nil, err)
+			}
+		})
+	}
+}
+
+func TestParseReconcileAndKMSFlags(t *testing.T) {
+	r, err := parseReconcileFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r != (reconcileOptions{corruptions: 50, apiservices: 200, idle: time.Minute, unrelated: 5000}) {
+		t.Errorf("reconcile defaults %+v", r)
+	}
+	k, err := parseKMSFlags([]string{"-plugins=2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k != (kmsOptions{plugins: 2, cycles: 500, intervals: 6, nodes: 100, rounds: 200, flips: 20}) {
+		t.Errorf("kms options %+v", k)
+	}
+}
+
+func TestSleepEndsWithContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Errorf("sleep = %v, want context.Canceled", err)
 	}
 }

@@ -1,28 +1,13 @@
-// Command kmsbench measures the KMS health pieces and prints figures (no
-// pass/fail):
-//
-//	(a) probe-cycle latency: one concurrent Status probe of -plugins real
-//	    KMS v2 plugins on unix sockets, repeated -cycles times;
-//	(b) API requests of one `report` process of the real binary over
-//	    -intervals ticks (writes per node per interval), and its RSS;
-//	(c) aggregator: judging -nodes node conditions in process, and the
-//	    real reconcile process's reaction time (one node turns unhealthy →
-//	    KMSPluginsDegraded=True, and back) with -nodes nodes reporting;
-//	(d) data-source read: what kmshealth_kms_plugin_health does per read
-//	    (GET the target, parse and judge -nodes conditions).
-//
-// Run by `make bench`.
 package main
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,23 +23,37 @@ import (
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
 )
 
-func main() {
-	plugins := flag.Int("plugins", 3, "KMS v2 plugins probed per cycle")
-	cycles := flag.Int("cycles", 500, "probe cycles timed")
-	intervals := flag.Int("intervals", 6, "reporter ticks counted (at the minimum --interval of 5s)")
-	nodes := flag.Int("nodes", 100, "node conditions for the aggregator and data-source figures")
-	rounds := flag.Int("rounds", 200, "repetitions of the in-process judgement and of the data-source read")
-	flips := flag.Int("flips", 20, "unhealthy/healthy flips timed through the real aggregator")
-	flag.Parse()
-	b := &bench{plugins: *plugins, cycles: *cycles, intervals: *intervals, nodes: *nodes, rounds: *rounds, flips: *flips}
-	if err := b.run(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, "kmsbench:", err)
-		os.Exit(1)
-	}
+const kmsUsage = "kms [-plugins=3] [-cycles=500] [-intervals=6] [-nodes=100] [-rounds=200] [-flips=20]"
+
+// kmsOptions are the flags of the kms subcommand.
+type kmsOptions struct {
+	plugins, cycles, intervals, nodes, rounds, flips int
 }
 
-type bench struct {
-	plugins, cycles, intervals, nodes, rounds, flips int
+func parseKMSFlags(args []string) (kmsOptions, error) {
+	var o kmsOptions
+	fs := flag.NewFlagSet("kms", flag.ContinueOnError)
+	fs.IntVar(&o.plugins, "plugins", 3, "KMS v2 plugins probed per cycle")
+	fs.IntVar(&o.cycles, "cycles", 500, "probe cycles timed")
+	fs.IntVar(&o.intervals, "intervals", 6, "reporter intervals counted (at the minimum --interval of 5s): one tick at start, one per interval")
+	fs.IntVar(&o.nodes, "nodes", 100, "node conditions for the aggregator and data-source figures")
+	fs.IntVar(&o.rounds, "rounds", 200, "repetitions of the in-process judgement and of the data-source read")
+	fs.IntVar(&o.flips, "flips", 20, "unhealthy/healthy flips timed through the real aggregator")
+	if err := parseFlags(fs, args, kmsUsage); err != nil {
+		return o, err
+	}
+	return o, o.Validate()
+}
+
+// Validate runs before anything starts, so bad flags fail in milliseconds.
+func (o kmsOptions) Validate() error {
+	return atLeast1(intFlag{"plugins", o.plugins}, intFlag{"cycles", o.cycles}, intFlag{"intervals", o.intervals},
+		intFlag{"nodes", o.nodes}, intFlag{"rounds", o.rounds}, intFlag{"flips", o.flips})
+}
+
+type kmsBench struct {
+	kmsOptions
+	out io.Writer
 
 	env    *testenv.Env
 	core   kubernetes.Interface
@@ -66,13 +65,25 @@ type bench struct {
 
 const interval = kmshealth.MinInterval
 
-func (b *bench) run(ctx context.Context) error {
+// run measures the KMS health pieces and prints figures (no pass/fail):
+//
+//	(a) probe-cycle latency: one concurrent Status probe of -plugins real
+//	    KMS v2 plugins on unix sockets, repeated -cycles times;
+//	(b) API requests of one `report` process of the real binary over
+//	    -intervals intervals (writes per node per interval), and its RSS;
+//	(c) aggregator: judging -nodes node conditions in process, and the
+//	    real reconcile process's reaction time (one node turns unhealthy →
+//	    KMSPluginsDegraded=True, and back) with -nodes nodes reporting;
+//	(d) data-source read: what kmshealth_kms_plugin_health does per read
+//	    (GET the target, parse and judge -nodes conditions).
+func (o kmsOptions) run(ctx context.Context, out io.Writer) error {
+	b := &kmsBench{kmsOptions: o, out: out}
 	var err error
 	if b.dir, err = os.MkdirTemp("", "kh-bench-"); err != nil {
 		return err
 	}
 	defer func() { _ = os.RemoveAll(b.dir) }()
-	fmt.Printf("KMS health benchmark: %d CPUs, %s, %s\n\n", goruntime.NumCPU(), goruntime.Version(), time.Now().UTC().Format(time.RFC3339))
+	b.printf("KMS health benchmark: %d CPUs, %s, %s\n\n", goruntime.NumCPU(), goruntime.Version(), time.Now().UTC().Format(time.RFC3339))
 
 	if err := b.probeCycles(ctx); err != nil {
 		return err
@@ -106,8 +117,12 @@ func (b *bench) run(ctx context.Context) error {
 	return b.dataSourceRead(ctx)
 }
 
+func (b *kmsBench) printf(format string, args ...any) {
+	_, _ = fmt.Fprintf(b.out, format, args...)
+}
+
 // (a) probe-cycle latency.
-func (b *bench) probeCycles(ctx context.Context) error {
+func (b *kmsBench) probeCycles(ctx context.Context) error {
 	dir := filepath.Join(b.dir, "a")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return err
@@ -134,12 +149,12 @@ func (b *bench) probeCycles(ctx context.Context) error {
 			}
 		}
 	}
-	fmt.Printf("(a) probe cycle, %d plugins probed concurrently (fresh gRPC connection each), %d cycles\n    %s\n\n", b.plugins, b.cycles, lat.Summary())
+	b.printf("(a) probe cycle, %d plugins probed concurrently (fresh gRPC connection each), %d cycles\n    %s\n\n", b.plugins, b.cycles, lat.Summary())
 	return nil
 }
 
 // (b) one reporter process: requests per tick, and RSS.
-func (b *bench) reporter(ctx context.Context) error {
+func (b *kmsBench) reporter(ctx context.Context) error {
 	dir := filepath.Join(b.dir, "b")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return err
@@ -153,7 +168,8 @@ func (b *bench) reporter(ctx context.Context) error {
 		defer p.Stop()
 		args = append(args, fmt.Sprintf("--kms-socket=unix:///var/run/kmsplugin/kms-%d.sock", i))
 	}
-	var log bytes.Buffer // the process writes stdout and stderr from one goroutine
+	var log devenv.SyncBuffer
+	start := time.Now()
 	p, err := devenv.StartReport(ctx, b.bin, &log, dir, append(args,
 		"--kubeconfig="+b.env.Kubeconfig, "--node-name=bench-node", "--interval="+interval.String(),
 		"--read-timeout=2s", "--write-timeout=3s")...)
@@ -161,19 +177,26 @@ func (b *bench) reporter(ctx context.Context) error {
 		return err
 	}
 	defer p.Stop()
-	window := time.Duration(b.intervals) * interval
-	time.Sleep(window + interval/2)
-	m, err := p.Metrics()
+	// The reporter ticks at start and then once per interval (plus jitter):
+	// wait until it has ticked through -intervals intervals.
+	const writes = "kmshealth_reporter_writes_total"
+	want := float64(b.intervals + 1)
+	ticked := func(m map[string]float64) float64 {
+		return m[writes+`{result="ok"}`] + m[writes+`{result="dropped"}`]
+	}
+	if err := waitMetrics(ctx, p, fmt.Sprintf("%s (ok + dropped) = %v", writes, want), interval/10, time.Duration(b.intervals+2)*interval*2,
+		func(m map[string]float64) bool { return ticked(m) >= want }); err != nil {
+		return fmt.Errorf("%w\n%s", err, log.String())
+	}
+	window := time.Since(start)
+	samples, err := p.Samples()
 	if err != nil {
 		return err
 	}
-	ticks := m[`kmshealth_reporter_writes_total{result="ok"}`] + m[`kmshealth_reporter_writes_total{result="dropped"}`]
+	ticks := sum(samples, writes, map[string]string{"result": "ok"}) + sum(samples, writes, map[string]string{"result": "dropped"})
 	var patches, others float64
-	for series, v := range m {
-		if !strings.HasPrefix(series, "kmshealth_kube_api_requests_total{") {
-			continue
-		}
-		if strings.Contains(series, `verb="PATCH"`) {
+	for k, v := range countRequests(samples, "kmshealth_kube_api_requests_total") {
+		if k.verb == "PATCH" {
 			patches += v
 		} else {
 			others += v
@@ -183,16 +206,16 @@ func (b *bench) reporter(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("(b) one reporter process, %d plugins, --interval=%s, %.0f ticks in %s\n", b.plugins, interval, ticks, window+interval/2)
-	fmt.Printf("    API writes per node per interval: %.2f (%.0f PATCH / %.0f ticks); other requests: %.0f\n", patches/max(ticks, 1), patches, ticks, others)
-	fmt.Printf("    reporter RSS: %s\n\n", rss)
+	b.printf("(b) one reporter process, %d plugins, --interval=%s, %.0f ticks in %s\n", b.plugins, interval, ticks, window.Round(100*time.Millisecond))
+	b.printf("    API writes per node per interval: %.2f (%.0f PATCH / %.0f ticks); other requests: %.0f\n", patches/max(ticks, 1), patches, ticks, others)
+	b.printf("    reporter RSS: %s\n\n", rss)
 	return nil
 }
 
 // nodeName is the i-th simulated node.
 func nodeName(i int) string { return fmt.Sprintf("node-%03d", i) }
 
-func (b *bench) writeNode(ctx context.Context, i int, status kmshealth.PluginStatus) error {
+func (b *kmsBench) writeNode(ctx context.Context, i int, status kmshealth.PluginStatus) error {
 	now := time.Now()
 	p := kmshealth.Plugin{KeyID: "1", KEKID: "kek-1", Status: status, LastChecked: now.UTC().Truncate(time.Second)}
 	if status != kmshealth.StatusHealthy {
@@ -203,7 +226,7 @@ func (b *bench) writeNode(ctx context.Context, i int, status kmshealth.PluginSta
 }
 
 // (c) aggregator.
-func (b *bench) aggregator(ctx context.Context) error {
+func (b *kmsBench) aggregator(ctx context.Context) error {
 	for i := range b.nodes {
 		_, err := b.core.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 			Name: nodeName(i), Labels: map[string]string{"node-role.kubernetes.io/control-plane": ""},
@@ -227,10 +250,10 @@ func (b *bench) aggregator(ctx context.Context) error {
 		_ = kmshealth.DegradedConditionFor(h, nil, time.Now())
 		judge = append(judge, time.Since(start))
 	}
-	fmt.Printf("(c) aggregator, %d nodes' conditions (plus the bench reporter's)\n    judge in process (parse, evaluate, build KMSPluginsDegraded), %d rounds: %s\n", len(conds), b.rounds, judge.Summary())
+	b.printf("(c) aggregator, %d nodes' conditions (plus the bench reporter's)\n    judge in process (parse, evaluate, build KMSPluginsDegraded), %d rounds: %s\n", len(conds), b.rounds, judge.Summary())
 
-	var log bytes.Buffer // the process writes stdout and stderr from one goroutine
-	rec, err := devenv.StartReconcile(ctx, b.bin, &log, b.env.Token, "--kubeconfig="+b.env.Kubeconfig, "--leader-elect=false")
+	var log devenv.SyncBuffer
+	rec, err := devenv.StartReconcile(ctx, b.bin, &log, b.env.Token, "--kubeconfig="+b.env.Kubeconfig, "--leader-elect=false", "--record-configmap=")
 	if err != nil {
 		return fmt.Errorf("%w\n%s", err, log.String())
 	}
@@ -255,24 +278,24 @@ func (b *bench) aggregator(ctx context.Context) error {
 			react = append(react, time.Since(start))
 		}
 	}
-	fmt.Printf("    real reconcile process, %d flips of one node among %d (condition write → KMSPluginsDegraded updated, seen by watch): %s\n", len(react), b.nodes, react.Summary())
+	b.printf("    real reconcile process, %d flips of one node among %d (condition write → KMSPluginsDegraded updated, seen by watch): %s\n", len(react), b.nodes, react.Summary())
 	rss, err := devenv.RSS(rec.Cmd.Process.Pid)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("    reconcile process RSS with %d Nodes: %s\n\n", b.nodes, rss)
+	b.printf("    reconcile process RSS with %d Nodes: %s\n\n", b.nodes, rss)
 	return nil
 }
 
 // waitDegraded watches the target until KMSPluginsDegraded has status want.
-func (b *bench) waitDegraded(ctx context.Context, want metav1.ConditionStatus) error {
+func (b *kmsBench) waitDegraded(ctx context.Context, want metav1.ConditionStatus) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	return kmshealth.WaitForCondition(ctx, b.dyn, b.target, kmshealth.DegradedCondition, want)
 }
 
 // (d) data-source read.
-func (b *bench) dataSourceRead(ctx context.Context) error {
+func (b *kmsBench) dataSourceRead(ctx context.Context) error {
 	lat := make(devenv.Latencies, 0, b.rounds)
 	var h kmshealth.Health
 	for range b.rounds {
@@ -284,7 +307,7 @@ func (b *bench) dataSourceRead(ctx context.Context) error {
 		h = kmshealth.Evaluate(kmshealth.Conditions(obj), kmshealth.EvalOptions{Now: time.Now(), MaxStaleness: 4 * kmshealth.DefaultInterval})
 		lat = append(lat, time.Since(start))
 	}
-	fmt.Printf("(d) data-source read (GET the target, parse and judge), %d nodes, %d reads: %s (healthy=%v, rotation_ready=%v)\n",
+	b.printf("(d) data-source read (GET the target, parse and judge), %d nodes, %d reads: %s (healthy=%v, rotation_ready=%v)\n",
 		len(h.Nodes), b.rounds, lat.Summary(), h.Healthy, h.RotationReady)
 	return nil
 }
