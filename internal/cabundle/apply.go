@@ -210,9 +210,11 @@ func Apply(ctx context.Context, c apiregclient.APIServicesGetter, want *Desired,
 		metav1.PatchOptions{FieldManager: opts.FieldManager, Force: &opts.Force, DryRun: dryRun(opts.DryRun)})
 	var status apierrors.APIStatus
 	switch {
-	case apierrors.IsNotFound(err), apierrors.IsConflict(err) && errors.As(err, &status) && uidPreconditionFailed(status):
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err) && errors.As(err, &status) && uidPreconditionFailed(status),
+		apierrors.IsInvalid(err) && errors.As(err, &status) && uidRejected(status):
 		// The object we read is gone; the UID precondition kept the write
-		// from re-creating or rewriting its successor.
+		// from re-creating it (NotFound, Conflict) or rewriting its
+		// successor (Invalid metadata.uid).
 		return nil, fmt.Errorf("%w: APIService %q was deleted while being updated: %w", ErrGone, name, err)
 	case apierrors.IsConflict(err):
 		return nil, fmt.Errorf("%w on APIService %q: %w; set force_conflicts = true to take ownership, or stop the other writer", ErrConflict, name, err)
@@ -229,6 +231,14 @@ func uidPreconditionFailed(status apierrors.APIStatus) bool {
 	s := status.Status()
 	return s.Details == nil || len(s.Details.Causes) == 0 ||
 		!slices.ContainsFunc(s.Details.Causes, func(c metav1.StatusCause) bool { return c.Type == metav1.CauseTypeFieldManagerConflict })
+}
+
+// uidRejected tells an apply refused because metadata.uid names an
+// object that was replaced (the UID is immutable) from other validation
+// errors.
+func uidRejected(status apierrors.APIStatus) bool {
+	s := status.Status()
+	return s.Details != nil && slices.ContainsFunc(s.Details.Causes, func(c metav1.StatusCause) bool { return c.Field == "metadata.uid" })
 }
 
 func dryRun(on bool) []string {

@@ -705,8 +705,8 @@ func TestEnsureStaleObject(t *testing.T) {
 			}
 			_, wrote, err := Ensure(t.Context(), c, stale, testBundle(t, "stale"), secretSource("stale-ca"),
 				ApplyOptions{FieldManager: DefaultFieldManager, Force: tt.force})
-			if err == nil || wrote {
-				t.Fatalf("Ensure on a stale APIService: wrote %v, err %v; want an error", wrote, err)
+			if !errors.Is(err, ErrGone) || wrote {
+				t.Fatalf("Ensure on a stale APIService: wrote %v, err %v; want ErrGone", wrote, err)
 			}
 			after, getErr := c.APIServices().Get(t.Context(), stale.Name, metav1.GetOptions{})
 			switch {
@@ -752,17 +752,22 @@ func TestReleaseRacesDeletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	var once sync.Once
+	fired := false
 	c := hookedAggregator(t, func(r *http.Request) {
 		if r.Method == http.MethodPatch {
 			once.Do(func() {
 				if err := aggregatorClient(t).APIServices().Delete(context.Background(), svc.Name, metav1.DeleteOptions{}); err != nil {
 					t.Errorf("delete in hook: %v", err)
 				}
+				fired = true
 			})
 		}
 	})
 	if err := Release(t.Context(), c, svc.Name, DefaultFieldManager); err != nil {
 		t.Errorf("Release of an APIService deleted meanwhile: %v; want nil", err)
+	}
+	if !fired {
+		t.Fatal("Release sent no PATCH: the race this test is about never happened")
 	}
 }
 
