@@ -124,7 +124,9 @@ type Cache interface {
 	Err(r Ref) error
 }
 
-// watches is the process-lifetime set of watches of one controller. It
+// watches is the process-lifetime set of watches of one controller. Its
+// mutex guards the maps only: nothing that can wait (an informer, the
+// queue) is called while it is held. It
 // starts one informer per Ref in use — a field-selected one (metadata.name)
 // for a named object, so the cache holds that object alone and RBAC can be
 // limited to it by resourceNames — and stops it when no key depends on it
@@ -163,7 +165,7 @@ func (w *watches) start(ctx context.Context) {
 	defer w.mu.Unlock()
 	w.ctx = ctx
 	for _, r := range w.roots {
-		w.startLocked(r).root = true
+		w.startLocked(r, true)
 	}
 }
 
@@ -219,21 +221,29 @@ func (w *watches) List(r Ref) []any {
 }
 
 // Synced implements Cache; with no refs it reports whether every running
-// watch has listed (the readiness of the controller).
+// watch has listed (the readiness of the controller). Informers are asked
+// outside w.mu: an informer calls its handlers (which take w.mu) while
+// holding its own queue's lock, which HasSynced takes too.
 func (w *watches) Synced(refs ...Ref) bool {
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	var informers []*informer
 	if len(refs) == 0 {
 		for _, wt := range w.running {
-			if !wt.controller.HasSynced() {
+			informers = append(informers, wt)
+		}
+	} else {
+		for _, r := range refs {
+			wt := w.running[r]
+			if wt == nil {
+				w.mu.Unlock()
 				return false
 			}
+			informers = append(informers, wt)
 		}
-		return true
 	}
-	for _, r := range refs {
-		wt := w.running[r]
-		if wt == nil || !wt.controller.HasSynced() {
+	w.mu.Unlock()
+	for _, wt := range informers {
+		if !wt.controller.HasSynced() {
 			return false
 		}
 	}
@@ -259,7 +269,7 @@ func (w *watches) refresh() {
 		for _, r := range refs {
 			wt := w.running[r]
 			if wt == nil {
-				wt = w.startLocked(r)
+				wt = w.startLocked(r, false)
 			}
 			wt.users[key] = struct{}{}
 		}
@@ -301,13 +311,13 @@ func (w *watches) releaseLocked(key string, old, keep []Ref) {
 	}
 }
 
-func (w *watches) startLocked(r Ref) *informer {
+func (w *watches) startLocked(r Ref, root bool) *informer {
 	tweak := func(o *metav1.ListOptions) {}
 	if r.Name != "" {
 		sel := fields.OneTermEqualSelector("metadata.name", r.Name).String()
 		tweak = func(o *metav1.ListOptions) { o.FieldSelector = sel }
 	}
-	wt := &informer{users: map[string]struct{}{}}
+	wt := &informer{users: map[string]struct{}{}, root: root}
 	notify := func() { w.notify(r, wt) }
 	handler := cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { notify() },
