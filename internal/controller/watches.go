@@ -8,10 +8,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -49,16 +47,7 @@ func TypedKind(client rest.Interface, resource string, obj runtime.Object) *Kind
 func DynamicKind(dyn dynamic.Interface, gvr schema.GroupVersionResource) *Kind {
 	return &Kind{Resource: gvr.Resource, object: nil, newLW: func(ns string, tweak func(*metav1.ListOptions)) cache.ListerWatcher {
 		ri := dyn.Resource(gvr).Namespace(ns)
-		return &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				tweak(&o)
-				return ri.List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				tweak(&o)
-				return ri.Watch(ctx, o)
-			},
-		}
+		return kube.ListWatch(ri.List, ri.Watch, tweak)
 	}}
 }
 
@@ -67,16 +56,7 @@ func DynamicKind(dyn dynamic.Interface, gvr schema.GroupVersionResource) *Kind {
 func MetadataKind(meta metadata.Interface, gvr schema.GroupVersionResource) *Kind {
 	return &Kind{Resource: gvr.Resource, object: &metav1.PartialObjectMetadata{}, newLW: func(ns string, tweak func(*metav1.ListOptions)) cache.ListerWatcher {
 		ri := meta.Resource(gvr).Namespace(ns)
-		return &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				tweak(&o)
-				return ri.List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				tweak(&o)
-				return ri.Watch(ctx, o)
-			},
-		}
+		return kube.ListWatch(ri.List, ri.Watch, tweak)
 	}}
 }
 
@@ -314,8 +294,7 @@ func (w *watches) releaseLocked(key string, old, keep []Ref) {
 func (w *watches) startLocked(r Ref, root bool) *informer {
 	tweak := func(o *metav1.ListOptions) {}
 	if r.Name != "" {
-		sel := fields.OneTermEqualSelector("metadata.name", r.Name).String()
-		tweak = func(o *metav1.ListOptions) { o.FieldSelector = sel }
+		tweak = kube.ByName(r.Name)
 	}
 	wt := &informer{users: map[string]struct{}{}, root: root}
 	notify := func() { w.notify(r, wt) }

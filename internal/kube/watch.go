@@ -15,21 +15,33 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 )
 
-// NameListWatch lists and watches the one object name of ri: a
-// field-selected (metadata.name) list and watch, which RBAC authorizes as
-// a request for that name.
-func NameListWatch(ri dynamic.ResourceInterface, name string) *cache.ListWatch {
-	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+// ListWatch lists and watches with any client's List and Watch (typed,
+// dynamic, metadata), each request's options first passed to tweak (e.g.
+// to set a field or label selector).
+func ListWatch[L runtime.Object](list func(context.Context, metav1.ListOptions) (L, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error), tweak func(*metav1.ListOptions)) *cache.ListWatch {
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = sel
-			return ri.List(ctx, o)
+			tweak(&o)
+			return list(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = sel
-			return ri.Watch(ctx, o)
+			tweak(&o)
+			return watchFn(ctx, o)
 		},
 	}
+}
+
+// ByName selects the one object name: a field-selected (metadata.name)
+// list and watch, which RBAC authorizes as a request for that name.
+func ByName(name string) func(*metav1.ListOptions) {
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	return func(o *metav1.ListOptions) { o.FieldSelector = sel }
+}
+
+// NameListWatch lists and watches the one object name of ri.
+func NameListWatch(ri dynamic.ResourceInterface, name string) *cache.ListWatch {
+	return ListWatch(ri.List, ri.Watch, ByName(name))
 }
 
 // WaitFor watches the object name of ri until done holds for it (checked

@@ -35,6 +35,7 @@ import (
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconcilerinstall"
 )
 
@@ -797,16 +798,7 @@ func waitUntil[T runtime.Object](lw cache.ListerWatcher, obj T, limit time.Durat
 }
 
 func listWatch[L runtime.Object](list func(context.Context, metav1.ListOptions) (L, error), w func(context.Context, metav1.ListOptions) (watch.Interface, error), fieldSelector string) *cache.ListWatch {
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = fieldSelector
-			return list(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = fieldSelector
-			return w(ctx, o)
-		},
-	}
+	return kube.ListWatch(list, w, func(o *metav1.ListOptions) { o.FieldSelector = fieldSelector })
 }
 
 // TestAccReconciler_runsUnderItsOwnRBAC runs the real provider binary with

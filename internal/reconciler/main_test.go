@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testpki"
 )
@@ -236,16 +236,7 @@ func waitForEvent(t testing.TB, apiservice, reason string, limit time.Duration) 
 	defer cancel()
 	events := env.Clientset().CoreV1().Events("default")
 	sel := fields.Set{"involvedObject.name": apiservice, "reason": reason}.AsSelector().String()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = sel
-			return events.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = sel
-			return events.Watch(ctx, o)
-		},
-	}
+	lw := kube.ListWatch(events.List, events.Watch, func(o *metav1.ListOptions) { o.FieldSelector = sel })
 	var found *corev1.Event
 	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Event{}, func(s cache.Store) (bool, error) {
 		if items := s.List(); len(items) > 0 {
