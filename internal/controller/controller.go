@@ -155,7 +155,7 @@ func reconcileOne[O, D any](ctx context.Context, p Pattern[O, D], requeuer Reque
 		return reconcile.Result{RequeueAfter: after}, nil
 	}
 	if ctx.Err() != nil {
-		return reconcile.Result{}, nil // leadership ended: a non-leader writes nothing
+		return reconcile.Result{}, nil //nolint:nilerr // leadership ended: a non-leader writes nothing
 	}
 	change, err := p.Apply(ctx, obs, want)
 	if errors.Is(err, ErrGone) {
@@ -163,7 +163,7 @@ func reconcileOne[O, D any](ctx context.Context, p Pattern[O, D], requeuer Reque
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return reconcile.Result{}, nil // cut short by the end of leadership, not a failure
+			return reconcile.Result{}, nil //nolint:nilerr // cut short by the end of leadership, not a failure
 		}
 		if errors.As(err, &problem) {
 			m.problem(problem.Metric)

@@ -26,10 +26,10 @@ func (f *fakeKind) kind() *Kind {
 		var o metav1.ListOptions
 		tweak(&o)
 		return &cache.ListWatch{
-			ListFunc: func(metav1.ListOptions) (runtime.Object, error) {
+			ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
 				return &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
 			},
-			WatchFunc: func(opts metav1.ListOptions) (watch.Interface, error) {
+			WatchFuncWithContext: func(_ context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 				w := watch.NewFakeWithChanSize(1000, false)
 				if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
 					// A watch-list: the initial events (none) end with a bookmark.

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 )
 
 // Apply brings the cluster to d by server-side apply (field manager

@@ -4,12 +4,13 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 )
 
 // Rollout is how far a workload's rollout got.

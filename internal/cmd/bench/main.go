@@ -162,7 +162,7 @@ func waitMetrics(ctx context.Context, p *devenv.Process, what string, every, tim
 		return nil
 	}
 	if scrapeErr != nil {
-		return fmt.Errorf("%s: not within %s: %w (last scrape: %v)", what, timeout, err, scrapeErr)
+		return fmt.Errorf("%s: not within %s: %w (last scrape: %w)", what, timeout, err, scrapeErr)
 	}
 	var series []string
 	for k, v := range last {
