@@ -3,14 +3,17 @@
 # checkout, keyed by version, and prints the binary's path. A warm cache costs
 # nothing: the build is skipped when the binary is already there.
 #
-#   tools/install.sh kube-testserver|terraform|tofu|tfplugindocs|golangci-lint
+#   tools/install.sh kube-testserver|terraform|tofu|kube-rbac-proxy|tfplugindocs|golangci-lint|goreleaser
 set -euo pipefail
 
 KUBE_VERSION=v1.35.4
 TERRAFORM_VERSION=v1.5.7
 TOFU_VERSION=v1.12.6
+KUBE_RBAC_PROXY_VERSION=v0.19.1 # = the require in tools/kube-rbac-proxy/go.mod and rbacproxy.DefaultImage
 TFPLUGINDOCS_VERSION=v0.24.0
 GOLANGCI_LINT_VERSION=v2.15.0
+# The newest goreleaser that builds with Go 1.26 (later ones need a newer Go).
+GORELEASER_VERSION=v2.15.1
 
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${KMSHEALTH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kmshealth}
@@ -56,6 +59,15 @@ tofu)
   build tofu "$TOFU_VERSION" "-$(wrapper_digest tofu)" \
     bash -c 'cd "$0/tofu" && go build -trimpath -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" -o "$1" github.com/opentofu/opentofu/cmd/tofu' "$here"
   ;;
+kube-rbac-proxy)
+  # Wrapper module, because of kube-rbac-proxy's go-jose replace directive
+  # (go install pkg@version refuses modules with replaces). Static, so the
+  # project's image tool can package the same binary as the sidecar image.
+  ld="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_RBAC_PROXY_VERSION"
+  ld="$ld -X k8s.io/component-base/version/verflag.programName=kube-rbac-proxy"
+  build kube-rbac-proxy "$KUBE_RBAC_PROXY_VERSION" "-$(wrapper_digest kube-rbac-proxy)" \
+    bash -c 'cd "$0/kube-rbac-proxy" && CGO_ENABLED=0 go build -trimpath -ldflags "$1" -o "$2" github.com/brancz/kube-rbac-proxy/cmd/kube-rbac-proxy' "$here" "$ld"
+  ;;
 tfplugindocs)
   build tfplugindocs "$TFPLUGINDOCS_VERSION" "" \
     bash -c 'tmp=$(mktemp -d); GOBIN=$tmp go install -trimpath github.com/hashicorp/terraform-plugin-docs/cmd/tfplugindocs@$0 && mv $tmp/tfplugindocs $1' "$TFPLUGINDOCS_VERSION"
@@ -64,8 +76,12 @@ golangci-lint)
   build golangci-lint "$GOLANGCI_LINT_VERSION" "" \
     bash -c 'tmp=$(mktemp -d); GOBIN=$tmp go install -trimpath github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$0 && mv $tmp/golangci-lint $1' "$GOLANGCI_LINT_VERSION"
   ;;
+goreleaser)
+  build goreleaser "$GORELEASER_VERSION" "" \
+    bash -c 'tmp=$(mktemp -d); GOBIN=$tmp go install -trimpath -ldflags "-s -w" github.com/goreleaser/goreleaser/v2@$0 && mv $tmp/goreleaser $1' "$GORELEASER_VERSION"
+  ;;
 *)
-  echo "usage: $0 kube-testserver|terraform|tofu|tfplugindocs|golangci-lint" >&2
+  echo "usage: $0 kube-testserver|terraform|tofu|kube-rbac-proxy|tfplugindocs|golangci-lint|goreleaser" >&2
   exit 2
   ;;
 esac

@@ -29,12 +29,57 @@ const (
 	FieldManager = cabundle.DefaultFieldManager
 )
 
-// DefaultImage is the image of the provider binary of version.
+// The image a release published, set at link time by the release build
+// (.goreleaser.yaml) and empty in every other build:
+//
+//	-X github.com/kmshealth/terraform-provider-kmshealth/internal/install.imageVersion=1.2.3
+//	-X github.com/kmshealth/terraform-provider-kmshealth/internal/install.imageDigest=sha256:<64 hex>
+//
+// imageVersion is the tag the release workflow pushed (the provider's
+// version), imageDigest what the registry answered for it.
+var (
+	imageVersion string
+	imageDigest  string
+)
+
+// DefaultImage is the image of the provider binary of version: in a release
+// build, which knows the digest it published for its own version, pinned by
+// tag and digest (ghcr.io/kmshealth/terraform-provider-kmshealth:1.2.3@sha256:…);
+// in any other build, or for another version, by tag alone.
 func DefaultImage(version string) string {
+	return defaultImage(version, imageVersion, imageDigest)
+}
+
+// ImagePublished tells whether this build knows the digest of a published
+// image of its version (a release build). When it does not (a dev or
+// untagged build), DefaultImage names a tag nobody pushed: ask for `image`.
+func ImagePublished() bool { return published(imageVersion, imageDigest) }
+
+// defaultImage is DefaultImage with the link-time variables as arguments.
+func defaultImage(version, publishedVersion, digest string) string {
 	if version == "" {
 		version = "dev"
 	}
-	return ImageRepository + ":" + version
+	ref := ImageRepository + ":" + version
+	if published(publishedVersion, digest) && version == publishedVersion {
+		ref += "@" + digest
+	}
+	return ref
+}
+
+// published tells whether the link-time variables name a published image:
+// a version and a sha256 digest, lower-case hex as registries write it.
+func published(version, digest string) bool {
+	hexDigits, ok := strings.CutPrefix(digest, "sha256:")
+	if version == "" || !ok || len(hexDigits) != 64 {
+		return false
+	}
+	for _, c := range hexDigits {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // ValidateImage checks an image reference enough to catch typos at plan
