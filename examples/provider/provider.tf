@@ -15,3 +15,7 @@ provider "kmshealth" {
 #     args        = ["eks", "get-token", "--cluster-name", module.cluster.name]
 #   }
 # }
+
+# Or, when Terraform runs in a pod (Atlantis, a CI runner), nothing at all:
+# the pod's ServiceAccount is used, as with hashicorp/kubernetes.
+# provider "kmshealth" {}

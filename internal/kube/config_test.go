@@ -2,6 +2,8 @@ package kube
 
 import (
 	"errors"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -78,20 +80,30 @@ func TestFromEnv(t *testing.T) {
 			name: "every variable",
 			env: map[string]string{
 				"KUBE_HOST":                 "https://k8s.example.test",
+				"KUBE_USER":                 "bob",
+				"KUBE_PASSWORD":             "pw",
 				"KUBE_TOKEN":                "tok",
 				"KUBE_CLUSTER_CA_CERT_DATA": testCA,
 				"KUBE_CLIENT_CERT_DATA":     testCert,
 				"KUBE_CLIENT_KEY_DATA":      testKey,
 				"KUBE_INSECURE":             "true",
 				"KUBE_TLS_SERVER_NAME":      "api.internal",
+				"KUBE_PROXY_URL":            "http://proxy.example.test:3128",
 				"KUBE_CONFIG_PATH":          "/etc/kubeconfig",
 				"KUBE_CTX":                  "prod",
+				"KUBE_CTX_AUTH_INFO":        "admin",
+				"KUBE_CTX_CLUSTER":          "prod-eu1",
+				"KUBERNETES_SERVICE_HOST":   "10.96.0.1",
+				"KUBERNETES_SERVICE_PORT":   "443",
 			},
 			want: Config{
-				Host: "https://k8s.example.test", Token: "tok",
+				Host: "https://k8s.example.test", Username: "bob", Password: "pw", Token: "tok",
 				ClusterCACertificate: testCA, ClientCertificate: testCert, ClientKey: testKey,
-				Insecure: true, TLSServerName: "api.internal",
-				ConfigPath: "/etc/kubeconfig", ConfigContext: "prod",
+				Insecure: true, TLSServerName: "api.internal", ProxyURL: "http://proxy.example.test:3128",
+				ConfigPath: "/etc/kubeconfig", ConfigContext: "prod", ConfigContextAuthInfo: "admin", ConfigContextCluster: "prod-eu1",
+				Pod: Pod{ServiceHost: "10.96.0.1", ServicePort: "443"},
+				fromEnv: []string{"host", "username", "password", "token", "cluster_ca_certificate", "client_certificate", "client_key",
+					"tls_server_name", "proxy_url", "config_path", "config_context", "config_context_auth_info", "config_context_cluster", "insecure"},
 			},
 		},
 		{
@@ -100,7 +112,7 @@ func TestFromEnv(t *testing.T) {
 				"KUBE_CONFIG_PATHS": strings.Join([]string{"/a/config", "", "/b/config"}, string(os.PathListSeparator)),
 				"KUBE_INSECURE":     "0",
 			},
-			want: Config{ConfigPaths: []string{"/a/config", "/b/config"}},
+			want: Config{ConfigPaths: []string{"/a/config", "/b/config"}, fromEnv: []string{"config_paths"}},
 		},
 		{name: "bad insecure", env: map[string]string{"KUBE_INSECURE": "maybe"}, wantErr: `KUBE_INSECURE="maybe"`},
 	}
@@ -123,44 +135,68 @@ func TestFromEnv(t *testing.T) {
 	}
 }
 
+// TestEnvVar: every attribute has the hashicorp/kubernetes variable.
+func TestEnvVar(t *testing.T) {
+	want := map[string]string{
+		"host": "KUBE_HOST", "username": "KUBE_USER", "password": "KUBE_PASSWORD", "token": "KUBE_TOKEN",
+		"cluster_ca_certificate": "KUBE_CLUSTER_CA_CERT_DATA", "client_certificate": "KUBE_CLIENT_CERT_DATA",
+		"client_key": "KUBE_CLIENT_KEY_DATA", "insecure": "KUBE_INSECURE", "tls_server_name": "KUBE_TLS_SERVER_NAME",
+		"proxy_url": "KUBE_PROXY_URL", "config_path": "KUBE_CONFIG_PATH", "config_paths": "KUBE_CONFIG_PATHS",
+		"config_context": "KUBE_CTX", "config_context_auth_info": "KUBE_CTX_AUTH_INFO", "config_context_cluster": "KUBE_CTX_CLUSTER",
+		"exec": "",
+	}
+	for attr, v := range want {
+		if got := EnvVar(attr); got != v {
+			t.Errorf("EnvVar(%q) = %q, want %q", attr, got, v)
+		}
+	}
+}
+
 func TestMerge(t *testing.T) {
 	envExec := &Exec{Command: "env-plugin"}
 	attrExec := &Exec{Command: "attr-plugin"}
+	pod := Pod{ServiceHost: "10.96.0.1", ServicePort: "443"}
 	env := Config{
-		Host: "https://env", Token: "env-token", ClusterCACertificate: "env-ca",
+		Host: "https://env", Username: "env-user", Password: "env-pw", Token: "env-token", ClusterCACertificate: "env-ca",
 		ClientCertificate: "env-cert", ClientKey: "env-key", Insecure: true,
-		TLSServerName: "env-sni", ConfigPaths: []string{"/env/a", "/env/b"},
-		ConfigContext: "env-ctx", Exec: envExec,
+		TLSServerName: "env-sni", ProxyURL: "http://env-proxy", ConfigPaths: []string{"/env/a", "/env/b"},
+		ConfigContext: "env-ctx", ConfigContextAuthInfo: "env-user", ConfigContextCluster: "env-cluster", Exec: envExec, Pod: pod,
 	}
+	everyEnvAttribute := []string{"host", "username", "password", "token", "cluster_ca_certificate", "client_certificate", "client_key",
+		"tls_server_name", "proxy_url", "config_context", "config_context_auth_info", "config_context_cluster", "config_paths", "insecure"}
+	withFromEnv := func(c Config, attrs ...string) Config { c.fromEnv = attrs; return c }
 	tests := []struct {
 		name  string
 		attrs Config
 		want  Config
 	}{
-		{name: "nothing explicit takes every default", attrs: Config{}, want: env},
+		{name: "nothing explicit takes every default", attrs: Config{}, want: withFromEnv(env, everyEnvAttribute...)},
 		{
 			name: "explicit attributes win",
 			attrs: Config{
-				Host: "https://attr", Token: "attr-token", ClusterCACertificate: "attr-ca",
+				Host: "https://attr", Username: "attr-user", Password: "attr-pw", Token: "attr-token", ClusterCACertificate: "attr-ca",
 				ClientCertificate: "attr-cert", ClientKey: "attr-key",
-				TLSServerName: "attr-sni", ConfigPaths: []string{"/attr"},
-				ConfigContext: "attr-ctx", Exec: attrExec,
+				TLSServerName: "attr-sni", ProxyURL: "http://attr-proxy", ConfigPaths: []string{"/attr"},
+				ConfigContext: "attr-ctx", ConfigContextAuthInfo: "attr-user", ConfigContextCluster: "attr-cluster", Exec: attrExec,
 			},
 			want: Config{
-				Host: "https://attr", Token: "attr-token", ClusterCACertificate: "attr-ca",
+				Host: "https://attr", Username: "attr-user", Password: "attr-pw", Token: "attr-token", ClusterCACertificate: "attr-ca",
 				ClientCertificate: "attr-cert", ClientKey: "attr-key", Insecure: true,
-				TLSServerName: "attr-sni", ConfigPaths: []string{"/attr"},
-				ConfigContext: "attr-ctx", Exec: attrExec,
+				TLSServerName: "attr-sni", ProxyURL: "http://attr-proxy", ConfigPaths: []string{"/attr"},
+				ConfigContext: "attr-ctx", ConfigContextAuthInfo: "attr-user", ConfigContextCluster: "attr-cluster", Exec: attrExec, Pod: pod,
+				fromEnv: []string{"insecure"},
 			},
 		},
 		{
 			name:  "explicit config_path suppresses KUBE_CONFIG_PATHS",
 			attrs: Config{ConfigPath: "/attr/config"},
 			want: Config{
-				Host: "https://env", Token: "env-token", ClusterCACertificate: "env-ca",
+				Host: "https://env", Username: "env-user", Password: "env-pw", Token: "env-token", ClusterCACertificate: "env-ca",
 				ClientCertificate: "env-cert", ClientKey: "env-key", Insecure: true,
-				TLSServerName: "env-sni", ConfigPath: "/attr/config",
-				ConfigContext: "env-ctx", Exec: envExec,
+				TLSServerName: "env-sni", ProxyURL: "http://env-proxy", ConfigPath: "/attr/config",
+				ConfigContext: "env-ctx", ConfigContextAuthInfo: "env-user", ConfigContextCluster: "env-cluster", Exec: envExec, Pod: pod,
+				fromEnv: []string{"host", "username", "password", "token", "cluster_ca_certificate", "client_certificate", "client_key",
+					"tls_server_name", "proxy_url", "config_context", "config_context_auth_info", "config_context_cluster", "insecure"},
 			},
 		},
 	}
@@ -171,6 +207,13 @@ func TestMerge(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("explicit insecure = false beats KUBE_INSECURE", func(t *testing.T) {
+		got := Config{Host: "https://h", InsecureSet: true}.Merge(Config{Insecure: true})
+		if got.Insecure {
+			t.Error("Merge() Insecure = true, want the explicit false")
+		}
+	})
 }
 
 func TestIsEmpty(t *testing.T) {
@@ -180,11 +223,15 @@ func TestIsEmpty(t *testing.T) {
 		want bool
 	}{
 		{name: "zero", c: Config{}, want: true},
-		{name: "only tls settings and context", c: Config{Insecure: true, TLSServerName: "x", ConfigContext: "y"}, want: true},
+		{name: "explicit insecure = false and a pod", c: Config{InsecureSet: true, Pod: Pod{ServiceHost: "h", ServicePort: "1"}}, want: true},
+		{name: "insecure", c: Config{Insecure: true}, want: false},
+		{name: "tls_server_name", c: Config{TLSServerName: "x"}, want: false},
 		{name: "host", c: Config{Host: "https://h"}, want: false},
 		{name: "config_paths", c: Config{ConfigPaths: []string{"/p"}}, want: false},
 		{name: "exec", c: Config{Exec: &Exec{}}, want: false},
 		{name: "client key", c: Config{ClientKey: testKey}, want: false},
+		{name: "username", c: Config{Username: "u"}, want: false},
+		{name: "proxy_url", c: Config{ProxyURL: "http://p"}, want: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -213,7 +260,18 @@ func TestRESTConfigErrors(t *testing.T) {
 		c    Config
 		want []string // substrings the error must contain
 	}{
-		{name: "empty", c: Config{Insecure: true}, want: []string{"no Kubernetes connection configured", "host", "config_path", "KUBE_HOST"}},
+		{name: "empty", c: Config{}, want: []string{"no Kubernetes connection configured", "host", "config_path", "KUBE_HOST", "inside a pod"}},
+		{name: "only insecure", c: Config{Insecure: true}, want: []string{"no Kubernetes API server found: insecure set", "set host"}},
+		{name: "only KUBE_TLS_SERVER_NAME", c: Config{TLSServerName: "x", fromEnv: []string{"tls_server_name"}}, want: []string{"KUBE_TLS_SERVER_NAME set", "set host"}},
+		{name: "basic auth and token", c: Config{Host: "https://h", Username: "u", Token: "t", fromEnv: []string{"token"}}, want: []string{"basic auth (username) and a bearer token (KUBE_TOKEN) are both set", "remove one"}},
+		{name: "password and token", c: Config{Host: "https://h", Password: "p", Token: "t"}, want: []string{"basic auth (password)"}},
+		{name: "proxy_url scheme", c: Config{Host: "https://h", ProxyURL: "ftp://p:1"}, want: []string{`proxy_url "ftp://p:1" is not a usable proxy URL`, "http://proxy.example.com:3128"}},
+		{name: "proxy_url without host", c: Config{Host: "https://h", ProxyURL: "proxy:3128", fromEnv: []string{"proxy_url"}}, want: []string{`KUBE_PROXY_URL "proxy:3128"`}},
+		{name: "proxy_url password not echoed", c: Config{Host: "https://h", ProxyURL: "ftp://u:hunter2@p"}, want: []string{`"ftp://u:xxxxx@p"`}},
+		{name: "config_context_cluster without kubeconfig", c: Config{Host: "https://h", ConfigContextCluster: "c1"}, want: []string{`config_context_cluster "c1" needs a kubeconfig`}},
+		{name: "KUBE_CTX_AUTH_INFO without kubeconfig", c: Config{Host: "https://h", ConfigContextAuthInfo: "u1", fromEnv: []string{"config_context_auth_info"}}, want: []string{`KUBE_CTX_AUTH_INFO "u1" needs a kubeconfig`}},
+		{name: "exec without command", c: Config{Host: "https://h", Exec: &Exec{APIVersion: "client.authentication.k8s.io/v1"}}, want: []string{"exec needs both command and api_version"}},
+		{name: "unknown config_context_cluster", c: Config{ConfigPath: kubeconfig, ConfigContextCluster: "nope"}, want: []string{"load Kubernetes client configuration", `"nope"`}},
 		{name: "config_path and config_paths", c: Config{ConfigPath: kubeconfig, ConfigPaths: []string{kubeconfig}}, want: []string{"config_path and config_paths are both set"}},
 		{name: "missing config_path", c: Config{ConfigPath: missing}, want: []string{"config_path", missing, "no such file"}},
 		{name: "missing config_paths entry", c: Config{ConfigPaths: []string{kubeconfig, missing}}, want: []string{"config_paths", missing}},
@@ -221,7 +279,8 @@ func TestRESTConfigErrors(t *testing.T) {
 		{name: "host without host name", c: Config{Host: "https://"}, want: []string{`host "https://"`}},
 		{name: "host with bad scheme", c: Config{Host: "ftp://k8s.example.test"}, want: []string{`host "ftp://k8s.example.test"`}},
 		{name: "host with space", c: Config{Host: "k8s example"}, want: []string{`host "k8s example"`}},
-		{name: "token without server", c: Config{Token: "t"}, want: []string{"no Kubernetes API server found", "set host"}},
+		{name: "token without server", c: Config{Token: "t"}, want: []string{"no Kubernetes API server found", "token set", "set host"}},
+		{name: "KUBE_HOST not a URL", c: Config{Host: "k8s example", fromEnv: []string{"host"}}, want: []string{`KUBE_HOST "k8s example"`}},
 		{name: "context without kubeconfig", c: Config{Host: "https://h", ConfigContext: "beta"}, want: []string{`config_context "beta"`, "config_path"}},
 		{name: "unknown context", c: Config{ConfigPath: kubeconfig, ConfigContext: "nope"}, want: []string{"load Kubernetes client configuration", `"nope"`}},
 	}
@@ -273,6 +332,9 @@ func TestRESTConfig(t *testing.T) {
 		{name: "tilde expanded", c: Config{ConfigPath: "~/config", ConfigContext: "beta"}, wantHost: "https://beta.example.test:6443", wantToken: "beta-token"},
 		{name: "config_paths merged", c: Config{ConfigPaths: []string{kubeconfig, gamma}, ConfigContext: "gamma"}, wantHost: "https://gamma.example.test:6443", wantToken: "gamma-token"},
 		{name: "host and token override kubeconfig", c: Config{ConfigPath: kubeconfig, ConfigContext: "beta", Host: "https://override.example.test", Token: "override"}, wantHost: "https://override.example.test", wantToken: "override"},
+		{name: "config_context_cluster picks another cluster", c: Config{ConfigPath: kubeconfig, ConfigContextCluster: "beta"}, wantHost: "https://beta.example.test:6443", wantToken: "alpha-token"},
+		{name: "config_context_auth_info picks another user", c: Config{ConfigPath: kubeconfig, ConfigContextAuthInfo: "beta"}, wantHost: "https://alpha.example.test:6443", wantToken: "beta-token"},
+		{name: "both pick across contexts", c: Config{ConfigPath: kubeconfig, ConfigContext: "beta", ConfigContextCluster: "alpha", ConfigContextAuthInfo: "alpha"}, wantHost: "https://alpha.example.test:6443", wantToken: "alpha-token"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -307,6 +369,50 @@ func TestRESTConfig(t *testing.T) {
 		}
 		if !got.Insecure {
 			t.Error("RESTConfig() TLSClientConfig.Insecure = false, want true")
+		}
+	})
+
+	t.Run("basic auth", func(t *testing.T) {
+		got, err := Config{Host: "https://h", Username: "bob", Password: "pw"}.RESTConfig("ua")
+		if err != nil {
+			t.Fatalf("RESTConfig() unexpected error: %v", err)
+		}
+		if got.Username != "bob" || got.Password != "pw" || got.BearerToken != "" {
+			t.Errorf("RESTConfig() Username, Password, BearerToken = %q, %q, %q, want bob, pw and no token", got.Username, got.Password, got.BearerToken)
+		}
+	})
+
+	t.Run("proxy_url", func(t *testing.T) {
+		for _, proxy := range []string{"http://proxy.example.test:3128", "https://proxy.example.test", "socks5://127.0.0.1:1080"} {
+			got, err := Config{Host: "https://h", Token: "t", ProxyURL: proxy}.RESTConfig("ua")
+			if err != nil {
+				t.Fatalf("RESTConfig() unexpected error: %v", err)
+			}
+			if got.Proxy == nil {
+				t.Fatalf("RESTConfig(proxy_url %s).Proxy = nil, want the proxy", proxy)
+			}
+			u, err := got.Proxy(&http.Request{URL: &url.URL{Scheme: "https", Host: "h"}})
+			if err != nil || u.String() != proxy {
+				t.Errorf("RESTConfig().Proxy(request) = %v, %v, want %s", u, err, proxy)
+			}
+		}
+	})
+
+	t.Run("proxy_url beats the kubeconfig's proxy-url", func(t *testing.T) {
+		withProxy := writeFile(t, "proxied", strings.Replace(twoContexts, "    server: https://alpha.example.test:6443\n",
+			"    server: https://alpha.example.test:6443\n    proxy-url: http://kubeconfig-proxy.example.test:3128\n", 1))
+		for _, tc := range []struct{ proxyURL, want string }{
+			{"", "http://kubeconfig-proxy.example.test:3128"},
+			{"http://attr-proxy.example.test:8080", "http://attr-proxy.example.test:8080"},
+		} {
+			got, err := Config{ConfigPath: withProxy, ProxyURL: tc.proxyURL}.RESTConfig("ua")
+			if err != nil {
+				t.Fatalf("RESTConfig() unexpected error: %v", err)
+			}
+			u, err := got.Proxy(&http.Request{URL: &url.URL{Scheme: "https", Host: "h"}})
+			if err != nil || u.String() != tc.want {
+				t.Errorf("proxy_url %q: RESTConfig().Proxy(request) = %v, %v, want %s", tc.proxyURL, u, err, tc.want)
+			}
 		}
 	})
 

@@ -312,7 +312,7 @@ func (d *kmsPluginHealthDataSource) Read(ctx context.Context, req datasource.Rea
 		Progress: func(msg string, kv map[string]any) { tflog.Info(ctx, msg, kv) },
 	})
 	if err != nil {
-		addHealthReadError(&resp.Diagnostics, q.target, q.wait, err)
+		d.addReadError(&resp.Diagnostics, q.target, q.wait, err)
 		return
 	}
 	h := obs.Health
@@ -347,10 +347,11 @@ func healthNotReadyDetail(q healthQuery, obs kmshealth.Observation) string {
 	return b.String()
 }
 
-func addHealthReadError(diags *diag.Diagnostics, t kmshealth.Target, wait time.Duration, err error) {
+// addReadError reports why the target could not be read: a missing
+// target with what to install or set, anything else by its cause.
+func (d *kmsPluginHealthDataSource) addReadError(diags *diag.Diagnostics, t kmshealth.Target, wait time.Duration, err error) {
 	var missing *kmshealth.TargetMissingError
-	switch {
-	case errors.As(err, &missing):
+	if errors.As(err, &missing) {
 		what := err.Error()
 		if missing.Waited > 0 {
 			what += " (wait_timeout)"
@@ -363,10 +364,17 @@ func addHealthReadError(diags *diag.Diagnostics, t kmshealth.Target, wait time.D
 				"that kmshealth_reporter installs."
 		}
 		diags.AddAttributeError(path.Root("target"), "KMS health target not found", what)
-	case apierrors.IsForbidden(err):
-		diags.AddError("Cannot read the KMS health target", fmt.Sprintf("%v\n\nThe provider's credentials need get (and, with wait_timeout, list and watch) on %s.",
-			strings.Replace(err.Error(), " for "+wait.String()+":", " for "+wait.String()+" (wait_timeout):", 1), t.GVR().GroupResource()))
-	default:
-		diags.AddError("Cannot read the KMS health target", err.Error())
+		return
 	}
+	req := apiRequest{
+		Summary: "Cannot read the KMS health target", Verb: "get",
+		Group: t.Group, Resource: t.Resource, Name: t.Name, Attribute: path.Root("target"),
+	}
+	if apierrors.IsForbidden(err) {
+		req.Hint = fmt.Sprintf("The provider's credentials need get (and, with wait_timeout, list and watch) on %s.", t.GVR().GroupResource())
+		if wait > 0 {
+			req.Hint += fmt.Sprintf(" This read waits (wait_timeout = %q), so it lists and watches.", wait)
+		}
+	}
+	d.clients.addAPIError(diags, req, err)
 }

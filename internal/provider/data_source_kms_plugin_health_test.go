@@ -633,12 +633,17 @@ func TestAccKMSPluginHealth_forbidden(t *testing.T) {
 			},
 			{
 				Config: config(tg, `wait_timeout = "3s"`),
-				ExpectError: literalRE("Cannot read the KMS health target", "watch target "+tg.String()+" for 3s (wait_timeout):",
-					`cannot list resource "kmshealths"`, "need get (and, with wait_timeout, list and watch) on kmshealths.kmshealth.io"),
+				ExpectError: literalRE("Cannot read the KMS health target: forbidden",
+					`does not allow user "system:serviceaccount:`+ns+`:`+sa+`" to list kmshealths.kmshealth.io "`+tg.Name+`"`,
+					`verbs: ["list"]`, `resourceNames: ["`+tg.Name+`"]`, "kind: ServiceAccount",
+					"watch target "+tg.String()+" for 3s:", `cannot list resource "kmshealths"`,
+					"need get (and, with wait_timeout, list and watch) on kmshealths.kmshealth.io", `(wait_timeout = "3s"), so it lists and watches`),
 			},
 			{
-				Config:      config(other, ""),
-				ExpectError: literalRE("Cannot read the KMS health target", `cannot get resource "kmshealths"`, "need get"),
+				Config: config(other, ""),
+				ExpectError: literalRE("Cannot read the KMS health target: forbidden", `to get kmshealths.kmshealth.io "`+other.Name+`" (at the cluster scope)`,
+					`verbs: ["get"]`, `resourceNames: ["`+other.Name+`"]`, "kubectl auth can-i get kmshealths.kmshealth.io/"+other.Name+" --as=system:serviceaccount:"+ns+":"+sa,
+					`cannot get resource "kmshealths"`, "need get"),
 			},
 			// list and watch limited to the one object by resourceNames are
 			// enough to wait: the watch runs to the end of wait_timeout.

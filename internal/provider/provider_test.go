@@ -3,12 +3,20 @@ package provider
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	providerschema "github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +25,7 @@ import (
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testpki"
 )
@@ -180,4 +189,296 @@ func newCertPEM(t *testing.T, cn string, o certOpts) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// hashicorpConnectionAttributes are the connection settings the
+// hashicorp/kubernetes provider documents (docs/index.md, argument
+// reference), with their environment variables; exec is a block.
+func hashicorpConnectionAttributes() map[string]string {
+	return map[string]string{
+		"host": "KUBE_HOST", "username": "KUBE_USER", "password": "KUBE_PASSWORD", "insecure": "KUBE_INSECURE",
+		"tls_server_name": "KUBE_TLS_SERVER_NAME", "client_certificate": "KUBE_CLIENT_CERT_DATA",
+		"client_key": "KUBE_CLIENT_KEY_DATA", "cluster_ca_certificate": "KUBE_CLUSTER_CA_CERT_DATA",
+		"config_path": "KUBE_CONFIG_PATH", "config_paths": "KUBE_CONFIG_PATHS", "config_context": "KUBE_CTX",
+		"config_context_auth_info": "KUBE_CTX_AUTH_INFO", "config_context_cluster": "KUBE_CTX_CLUSTER",
+		"token": "KUBE_TOKEN", "proxy_url": "KUBE_PROXY_URL",
+	}
+}
+
+// TestProviderSchemaParity: every hashicorp/kubernetes provider-block
+// attribute exists here, documents its KUBE_* variable, and exec requires
+// api_version and command as it does there.
+func TestProviderSchemaParity(t *testing.T) {
+	var resp provider.SchemaResponse
+	New("test")().Schema(context.Background(), provider.SchemaRequest{}, &resp)
+	s := resp.Schema
+	for attr, envVar := range hashicorpConnectionAttributes() {
+		a, ok := s.Attributes[attr]
+		if !ok {
+			t.Errorf("attribute %s is missing", attr)
+			continue
+		}
+		if !strings.Contains(a.GetMarkdownDescription(), "`"+envVar+"`") {
+			t.Errorf("description of %s does not name %s: %q", attr, envVar, a.GetMarkdownDescription())
+		}
+		if kube.EnvVar(attr) != envVar {
+			t.Errorf("kube.EnvVar(%q) = %q, want %q", attr, kube.EnvVar(attr), envVar)
+		}
+	}
+	for _, attr := range []string{"ignore_annotations", "ignore_labels"} {
+		if a, ok := s.Attributes[attr]; !ok || !strings.Contains(a.GetMarkdownDescription(), "no effect") {
+			t.Errorf("behaviour attribute %s missing or not documented as having no effect", attr)
+		}
+	}
+	if _, ok := s.Blocks["experiments"]; !ok {
+		t.Error("block experiments is missing")
+	}
+	exec, ok := s.Blocks["exec"].(providerschema.ListNestedBlock)
+	if !ok {
+		t.Fatalf("exec block = %T, want a list nested block (of at most one, as in hashicorp/kubernetes)", s.Blocks["exec"])
+	}
+	for attr, required := range map[string]bool{"api_version": true, "command": true, "args": false, "env": false} {
+		if got := exec.NestedObject.Attributes[attr].IsRequired(); got != required {
+			t.Errorf("exec.%s required = %v, want %v", attr, got, required)
+		}
+	}
+}
+
+// TestProviderModelKubeConfig: every attribute reaches kube.Config.
+func TestProviderModelKubeConfig(t *testing.T) {
+	ctx := context.Background()
+	str := types.StringValue
+	m := providerModel{
+		Host: str("https://h"), Username: str("u"), Password: str("p"), Token: str("t"),
+		ClusterCACertificate: str("ca"), ClientCertificate: str("cert"), ClientKey: str("key"),
+		Insecure: types.BoolValue(false), TLSServerName: str("sni"), ProxyURL: str("http://proxy"),
+		ConfigPath: str("/k"), ConfigPaths: types.ListNull(types.StringType), ConfigContext: str("ctx"),
+		ConfigContextAuthInfo: str("user"), ConfigContextCluster: str("cluster"),
+		Exec: []execModel{{
+			APIVersion: str("client.authentication.k8s.io/v1"), Command: str("get-token"),
+			Args: types.ListValueMust(types.StringType, []attr.Value{str("--a")}),
+			Env:  types.MapValueMust(types.StringType, map[string]attr.Value{"K": str("v")}),
+		}},
+	}
+	got, diags := m.kubeConfig(ctx)
+	if diags.HasError() {
+		t.Fatal(diags)
+	}
+	want := kube.Config{
+		Host: "https://h", Username: "u", Password: "p", Token: "t",
+		ClusterCACertificate: "ca", ClientCertificate: "cert", ClientKey: "key",
+		InsecureSet: true, TLSServerName: "sni", ProxyURL: "http://proxy",
+		ConfigPath: "/k", ConfigContext: "ctx", ConfigContextAuthInfo: "user", ConfigContextCluster: "cluster",
+		Exec: &kube.Exec{APIVersion: "client.authentication.k8s.io/v1", Command: "get-token", Args: []string{"--a"}, Env: map[string]string{"K": "v"}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("kubeConfig() =\n%+v\nwant\n%+v", got, want)
+	}
+	// An explicit insecure = false beats KUBE_INSECURE=true.
+	if merged := got.Merge(kube.Config{Insecure: true}); merged.Insecure {
+		t.Error("Merge(KUBE_INSECURE=true).Insecure = true, want the explicit false")
+	}
+}
+
+// planOnlyStep is a step that must plan (nothing is applied) and shows the
+// inline caBundle resource to create; the resource makes Terraform
+// configure the provider, and planning it needs no cluster.
+func planOnlyStep(t *testing.T, providerBlock string) resource.TestStep {
+	return resource.TestStep{
+		Config: providerBlock + fmt.Sprintf(`
+resource "kmshealth_apiservice_cabundle" "copied" {
+  apiservice_name = "v1beta1.metrics.k8s.io"
+  ca_bundle       = %q
+}
+`, newCertPEM(t, "ca", certOpts{})),
+		PlanOnly:           true,
+		ExpectNonEmptyPlan: true,
+	}
+}
+
+// TestAccProvider_copiedHashicorpBlock copies a hashicorp/kubernetes
+// provider block that uses every connection attribute its documentation
+// lists (and its behaviour attributes), renames the provider, and plans.
+// config_path and config_paths conflict there as here, so each has a step.
+func TestAccProvider_copiedHashicorpBlock(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"client-cert.pem":     newCertPEM(t, "client", certOpts{notCA: true}),
+		"client-key.pem":      "-----BEGIN EC PRIVATE KEY-----\nbm90IGEga2V5\n-----END EC PRIVATE KEY-----\n",
+		"cluster-ca-cert.pem": newCertPEM(t, "cluster-ca", certOpts{}),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	block := func(paths string) string {
+		return fmt.Sprintf(`
+provider "kmshealth" {
+  host                   = "https://cluster_endpoint:6443"
+  username               = "admin"
+  password               = "correct-horse"
+  insecure               = false
+  tls_server_name        = "kubernetes.default.svc"
+  client_certificate     = file("%[1]s/client-cert.pem")
+  client_key             = file("%[1]s/client-key.pem")
+  cluster_ca_certificate = file("%[1]s/cluster-ca-cert.pem")
+  %[2]s
+  config_context           = "admin@prod"
+  config_context_auth_info = "admin"
+  config_context_cluster   = "prod"
+  token                    = "a-bearer-token"
+  proxy_url                = "http://proxy.example.com:3128"
+
+  exec {
+    api_version = "client.authentication.k8s.io/v1beta1"
+    command     = "aws"
+    args        = ["eks", "get-token", "--cluster-name", "prod"]
+    env = {
+      AWS_PROFILE = "prod"
+    }
+  }
+
+  ignore_annotations = ["^service\\.beta\\.kubernetes\\.io\\/aws-load-balancer.*"]
+  ignore_labels      = ["^example\\.com/.*"]
+
+  experiments {
+    manifest_resource = true
+  }
+}
+`, dir, paths)
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6,
+		Steps: []resource.TestStep{
+			planOnlyStep(t, block(`config_path = "~/.kube/config"`)),
+			planOnlyStep(t, block(`config_paths = ["~/.kube/config", "~/.kube/other"]`)),
+		},
+	})
+}
+
+// TestAccProvider_planTimeValidation: what hashicorp/kubernetes rejects
+// at plan time is rejected here too, naming the attribute.
+func TestAccProvider_planTimeValidation(t *testing.T) {
+	withExec := func(body string) string {
+		return fmt.Sprintf("provider \"kmshealth\" {\n  host = \"https://h\"\n  exec {\n%s\n  }\n}\n", body)
+	}
+	failing := func(block string, parts ...string) resource.TestStep {
+		step := planOnlyStep(t, block)
+		step.ExpectError = literalRE(parts...)
+		return step
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6,
+		Steps: []resource.TestStep{
+			failing(withExec(`api_version = "client.authentication.k8s.io/v1"`), `The argument "command" is required`),
+			failing(withExec(`command = "aws"`), `The argument "api_version" is required`),
+			failing(withExec("api_version = \"client.authentication.k8s.io/v1\"\ncommand = \"\""), "exec[0].command", "at least 1"),
+			failing(withExec("api_version = \"client.authentication.k8s.io/v1alpha1\"\ncommand = \"aws\""),
+				"Unsupported exec api_version", "removed from client-go in Kubernetes 1.24"),
+			failing("provider \"kmshealth\" {\n  config_path = \"/a\"\n  config_paths = [\"/b\"]\n}\n", "Invalid Attribute Combination", "cannot be configured together: [config_path,config_paths]"),
+		},
+	})
+}
+
+// TestAccProvider_explicitAttributes connects with the attributes of a
+// hashicorp/kubernetes block (no kubeconfig) and, in a second test, with
+// their KUBE_* variables and an empty block: the data source reads an
+// APIService that every API server has.
+func TestAccProvider_explicitAttributes(t *testing.T) {
+	const read = `
+data "kmshealth_kms_plugin_health" "test" {
+  target = "apiregistration.k8s.io/v1/apiservices/v1.apps"
+}
+`
+	check := resource.ComposeAggregateTestCheckFunc(
+		resource.TestCheckResourceAttr(healthAddr, "healthy", "false"),
+		resource.TestCheckResourceAttr(healthAddr, "nodes.#", "0"),
+	)
+	hostPort := strings.TrimPrefix(env.Host, "https://")
+	t.Run("attributes", func(t *testing.T) {
+		resource.Test(t, resource.TestCase{
+			ProtoV6ProviderFactories: protoV6,
+			Steps: []resource.TestStep{
+				{
+					// A bare host:port gets https; tls_server_name is a SAN of the serving certificate.
+					Config: fmt.Sprintf("provider \"kmshealth\" {\n  host = %q\n  token = %q\n  cluster_ca_certificate = %q\n  tls_server_name = \"kubernetes.default.svc\"\n}\n",
+						hostPort, env.Token, env.CAPEM) + read,
+					Check: check,
+				},
+				{
+					Config: fmt.Sprintf("provider \"kmshealth\" {\n  host = %q\n  client_certificate = %q\n  client_key = %q\n  cluster_ca_certificate = %q\n}\n",
+						env.Host, env.ClientCert, env.ClientKey, env.CAPEM) + read,
+					Check: check,
+				},
+			},
+		})
+	})
+	t.Run("KUBE_ variables", func(t *testing.T) {
+		t.Setenv("KUBE_HOST", env.Host)
+		t.Setenv("KUBE_TOKEN", env.Token)
+		t.Setenv("KUBE_CLUSTER_CA_CERT_DATA", string(env.CAPEM))
+		t.Setenv("KUBE_TLS_SERVER_NAME", "kubernetes.default.svc")
+		resource.Test(t, resource.TestCase{
+			ProtoV6ProviderFactories: protoV6,
+			Steps:                    []resource.TestStep{{Config: "provider \"kmshealth\" {}\n" + read, Check: check}},
+		})
+	})
+}
+
+// TestAccProvider_inPodWithoutServiceAccount: with nothing configured and
+// the pod's variables set, the provider takes the in-cluster path (read
+// from the real environment) and says what it lacks.
+func TestAccProvider_inPodWithoutServiceAccount(t *testing.T) {
+	if _, err := os.Stat(kube.DefaultServiceAccountDir + "/token"); err == nil {
+		t.Skip("this machine is a pod with a ServiceAccount token: the in-cluster path would really be used")
+	}
+	for _, v := range []string{"KUBE_HOST", "KUBE_CONFIG_PATH", "KUBE_CONFIG_PATHS", "KUBE_TOKEN"} {
+		t.Setenv(v, "")
+	}
+	u, err := url.Parse(env.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBERNETES_SERVICE_HOST", u.Hostname())
+	t.Setenv("KUBERNETES_SERVICE_PORT", u.Port())
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6,
+		Steps: []resource.TestStep{{
+			Config:      "data \"kmshealth_kms_plugin_health\" \"test\" {}\n",
+			ExpectError: literalRE("Cannot connect to Kubernetes", "running in a pod (KUBERNETES_SERVICE_HOST="+u.Hostname()+") without a readable ServiceAccount token", "automountServiceAccountToken: true"),
+		}},
+	})
+}
+
+// TestAccProvider_requestLog: under TF_LOG=DEBUG each request and response
+// is logged through tflog, with the bearer token redacted.
+func TestAccProvider_requestLog(t *testing.T) {
+	logFile := filepath.Join(t.TempDir(), "tf.log")
+	t.Setenv("TF_LOG", "DEBUG")
+	t.Setenv("TF_ACC_LOG_PATH", logFile)
+	t.Setenv("KUBE_TOKEN", env.Token) // not in the configuration, so only the provider knows it
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6,
+		Steps: []resource.TestStep{{
+			Config: fmt.Sprintf("provider \"kmshealth\" {\n  host = %q\n  cluster_ca_certificate = %q\n}\n", env.Host, env.CAPEM) + `
+data "kmshealth_kms_plugin_health" "test" {
+  target = "apiregistration.k8s.io/v1/apiservices/v1.apps"
+}
+`,
+			Check: resource.TestCheckResourceAttr(healthAddr, "healthy", "false"),
+		}},
+	})
+	b, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := string(b)
+	for _, want := range []string{"Kubernetes API request", "Kubernetes API response", "/apis/apiregistration.k8s.io/v1/apiservices/v1.apps", "Bearer " + kube.Redacted, "200 OK", "kubernetes"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the debug log does not contain %q", want)
+		}
+	}
+	if strings.Contains(log, env.Token) {
+		t.Error("the debug log contains the bearer token")
+	}
 }
