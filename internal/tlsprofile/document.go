@@ -1,0 +1,212 @@
+package tlsprofile
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+)
+
+// Names shared by the Terraform resource, the reconciler and consumers.
+const (
+	// DocumentKey is the ConfigMap key (and mounted file name) of the
+	// resolved document.
+	DocumentKey = "profile.json"
+	// HashAnnotation goes on a rollout target's pod template; its value is
+	// [Resolved.Hash], so a profile change rolls the workload.
+	HashAnnotation = "kmshealth.io/tls-profile-hash"
+	// LibraryDefaults is what curvePreferences says when the profile names
+	// no curves: the consuming TLS library's own defaults apply.
+	LibraryDefaults = "library-defaults"
+)
+
+// Document is profile.json. The field order is part of the format: the hash
+// is taken over the exact bytes, so it changes only when the profile does.
+type Document struct {
+	// Type is the profile type.
+	Type ProfileType `json:"type"`
+	// MinTLSVersion is the minimum version that applies (VersionTLS10 …).
+	MinTLSVersion TLSVersion `json:"minTLSVersion"`
+	// Ciphers are the cipher names as given (OpenSSL or IANA, TLS 1.3
+	// suites included), for consumers with other TLS libraries.
+	Ciphers []string `json:"ciphers"`
+	// CipherSuites are the IANA names of the TLS 1.0–1.2 suites Go will be
+	// configured with; empty when MinTLSVersion is VersionTLS13.
+	CipherSuites []string `json:"cipherSuites"`
+	// Curves are the curve names as given; empty when none were named.
+	Curves []string `json:"curves"`
+	// CurvePreferences are the curves Go will be configured with, by
+	// canonical name; written as the string "library-defaults" when empty.
+	CurvePreferences CurvePreferences `json:"curvePreferences"`
+	// Source is "static" or "cluster".
+	Source Source `json:"source"`
+}
+
+// CurvePreferences lists curve names. Empty means the TLS library's
+// defaults, and is written as the JSON string [LibraryDefaults] rather than
+// an empty list, so the document never leaves it implicit.
+type CurvePreferences []string
+
+// UsesLibraryDefaults reports whether no curves were named.
+func (c CurvePreferences) UsesLibraryDefaults() bool { return len(c) == 0 }
+
+// MarshalJSON writes the list, or "library-defaults" when it is empty.
+func (c CurvePreferences) MarshalJSON() ([]byte, error) {
+	if len(c) == 0 {
+		return json.Marshal(LibraryDefaults)
+	}
+	return json.Marshal([]string(c))
+}
+
+// UnmarshalJSON reads a non-empty list of names or "library-defaults".
+func (c *CurvePreferences) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if bytes.Equal(b, []byte("null")) {
+		return fmt.Errorf("curvePreferences is null; it must be %q or a list of curve names", LibraryDefaults)
+	}
+	if bytes.HasPrefix(b, []byte(`"`)) {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		if s != LibraryDefaults {
+			return fmt.Errorf("curvePreferences is the string %q; it must be %q or a list of curve names", s, LibraryDefaults)
+		}
+		*c = nil
+		return nil
+	}
+	var names []string
+	if err := json.Unmarshal(b, &names); err != nil {
+		return fmt.Errorf("curvePreferences must be %q or a list of curve names: %w", LibraryDefaults, err)
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("curvePreferences is empty; write %q when the library defaults apply", LibraryDefaults)
+	}
+	*c = names
+	return nil
+}
+
+// Encode returns the document's exact bytes (indented JSON with a final
+// newline, as written to profile.json) and their hex sha256, so that
+// `sha256sum profile.json` prints the hash.
+func (d Document) Encode() ([]byte, string, error) {
+	b, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return nil, "", fmt.Errorf("encode profile.json: %w", err)
+	}
+	b = append(b, '\n')
+	return b, HashJSON(b), nil
+}
+
+// HashJSON is the hex sha256 of profile.json bytes.
+func HashJSON(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// ParseDocument reads profile.json. Every field must be present; unknown
+// fields are ignored so that a document written by a newer version still
+// configures an older consumer. The document is checked as [Document.TLSConfig]
+// would check it.
+func ParseDocument(b []byte) (Document, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return Document{}, fmt.Errorf("%s is not a JSON object: %w", DocumentKey, err)
+	}
+	var missing []string
+	for _, k := range []string{"type", "minTLSVersion", "ciphers", "cipherSuites", "curves", "curvePreferences", "source"} {
+		if _, ok := fields[k]; !ok {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		return Document{}, fmt.Errorf("%s lacks %v; regenerate it with tlsprofile.Resolve", DocumentKey, missing)
+	}
+	var d Document
+	if err := json.Unmarshal(b, &d); err != nil {
+		return Document{}, fmt.Errorf("%s: %w", DocumentKey, err)
+	}
+	if d.Type == "" || ValidateType(string(d.Type)) != nil {
+		return Document{}, fmt.Errorf("%s: %w", DocumentKey, &FieldError{Field: "type", Value: string(d.Type), Problem: "unknown profile type", Valid: ValidTypes()})
+	}
+	if d.Source != SourceStatic && d.Source != SourceCluster {
+		return Document{}, fmt.Errorf("%s: %w", DocumentKey, &FieldError{Field: "source", Value: string(d.Source), Problem: "unknown profile source", Valid: []string{string(SourceStatic), string(SourceCluster)}})
+	}
+	if _, err := d.TLSConfig(); err != nil {
+		return Document{}, err
+	}
+	return d, nil
+}
+
+// TLSConfig builds the *tls.Config the document stands for: MinVersion,
+// CipherSuites (left nil when the minimum is TLS 1.3, since TLS 1.3 suites
+// are not configurable) and CurvePreferences (left nil when the library
+// defaults apply). It never returns an empty cipher list for a minimum
+// below TLS 1.3. The caller adds certificates, ClientAuth, NextProtos.
+func (d Document) TLSConfig() (*tls.Config, error) {
+	minVersion, ok := d.MinTLSVersion.ID()
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", DocumentKey, &FieldError{Field: "minTLSVersion", Value: string(d.MinTLSVersion), Problem: "unknown TLS version", Valid: ValidTLSVersions()})
+	}
+	cat := newCipherCatalog()
+	var suites []uint16
+	for i, name := range d.CipherSuites {
+		s, ok := cat.goByIANA[name]
+		if !ok || isTLS13Only(s) {
+			return nil, fmt.Errorf("%s: %w", DocumentKey, &FieldError{Field: fmt.Sprintf("cipherSuites[%d]", i), Value: name, Problem: "is not a TLS 1.0–1.2 suite Go crypto/tls implements", Fix: "regenerate the document with tlsprofile.Resolve"})
+		}
+		suites = append(suites, s.ID)
+	}
+	switch {
+	case minVersion < tls.VersionTLS13 && len(suites) == 0:
+		return nil, fmt.Errorf("%s: %w", DocumentKey, &FieldError{Field: "cipherSuites", Problem: fmt.Sprintf("is empty but minTLSVersion %s allows TLS 1.2 and below", d.MinTLSVersion), Fix: "regenerate the document with tlsprofile.Resolve; an empty list would silently mean Go's defaults"})
+	case minVersion >= tls.VersionTLS13 && len(suites) > 0:
+		return nil, fmt.Errorf("%s: %w", DocumentKey, &FieldError{Field: "cipherSuites", Problem: "must be empty when minTLSVersion is VersionTLS13 (TLS 1.3 suites are not configurable)", Fix: "regenerate the document with tlsprofile.Resolve"})
+	}
+	var curves []tls.CurveID
+	for i, name := range d.CurvePreferences {
+		id, err := ParseCurve(name)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", DocumentKey, at(fmt.Sprintf("curvePreferences[%d]", i), err))
+		}
+		if !slices.Contains(curves, id) {
+			curves = append(curves, id)
+		}
+	}
+	cfg := &tls.Config{MinVersion: minVersion}
+	if minVersion < tls.VersionTLS13 {
+		cfg.CipherSuites = suites
+	}
+	if len(curves) > 0 {
+		cfg.CurvePreferences = curves
+	}
+	return cfg, nil
+}
+
+// TLSConfigFromJSON is what a consuming workload does at startup: parse the
+// mounted profile.json and build its *tls.Config, with no API call.
+func TLSConfigFromJSON(b []byte) (*tls.Config, error) {
+	d, err := ParseDocument(b)
+	if err != nil {
+		return nil, err
+	}
+	return d.TLSConfig()
+}
+
+// TLSConfigFromFile reads profile.json from a mounted ConfigMap volume and
+// builds the *tls.Config.
+func TLSConfigFromFile(path string) (*tls.Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read TLS profile: %w", err)
+	}
+	cfg, err := TLSConfigFromJSON(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
