@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -148,7 +149,8 @@ func InSync(live *apiregv1.APIService, want *Desired, manager string) bool {
 	return ownsBundle && ownsAnnotation
 }
 
-// Ensure makes live carry bundle and the annotation naming src, by
+// Ensure makes live carry bundle, as its certificates alone (Canonical,
+// what the reconciler writes too), and the annotation naming src, by
 // server-side apply of only those two fields, and writes nothing when they
 // are already there and ours. It returns the resulting object and whether
 // it wrote. live is a fresh GET (provider) or an informer's copy (reconciler).
@@ -156,7 +158,11 @@ func Ensure(ctx context.Context, c apiregclient.APIServicesGetter, live *apiregv
 	if err := CheckAPIService(live); err != nil {
 		return nil, false, err
 	}
-	want := DesiredFor(live, bundle, src)
+	info, findings := Inspect(bundle, time.Time{})
+	if info.Canonical == nil {
+		return nil, false, fmt.Errorf("the CA bundle is not certificates alone: %w", FirstError(findings))
+	}
+	want := DesiredFor(live, info.Canonical, src)
 	if InSync(live, want, opts.FieldManager) {
 		return live, false, nil
 	}

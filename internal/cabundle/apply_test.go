@@ -1041,3 +1041,27 @@ func TestReadSource(t *testing.T) {
 		})
 	}
 }
+
+// TestEnsureWritesCertificatesOnly: the provider's path writes the same
+// bytes as the reconciler's, the certificates re-encoded, so text around
+// them never reaches spec.caBundle and the two never fight.
+func TestEnsureWritesCertificatesOnly(t *testing.T) {
+	before := createAPIService(t, apiServiceOpts{})
+	c, _ := countingAggregator(t)
+	clean := testBundle(t, "canonical")
+	noisy := append([]byte("# a comment the caBundle must not carry\r\n"), bytes.ReplaceAll(clean, []byte("\n"), []byte("\r\n"))...)
+	if _, _, err := Ensure(t.Context(), c, before, noisy, secretSource("canonical-ca"), ApplyOptions{FieldManager: DefaultFieldManager}); err != nil {
+		t.Fatalf("Ensure: %v", err)
+	}
+	if live := getAPIService(t, before.Name); !bytes.Equal(live.Spec.CABundle, clean) {
+		t.Errorf("live caBundle %q, want the certificates alone %q", live.Spec.CABundle, clean)
+	}
+	// The same certificates again, spelt differently: nothing to write.
+	_, wrote, err := Ensure(t.Context(), c, getAPIService(t, before.Name), noisy, secretSource("canonical-ca"), ApplyOptions{FieldManager: DefaultFieldManager})
+	if err != nil || wrote {
+		t.Errorf("Ensure of an equivalent bundle: wrote=%v err=%v, want nothing written", wrote, err)
+	}
+	if _, _, err := Ensure(t.Context(), c, before, []byte("junk"), secretSource("canonical-ca"), ApplyOptions{FieldManager: DefaultFieldManager}); err == nil {
+		t.Error("Ensure wrote a bundle that is not certificates")
+	}
+}

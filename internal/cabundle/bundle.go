@@ -46,6 +46,11 @@ type Info struct {
 	// NotAfter is the earliest expiry among the certificates (zero when
 	// there are none).
 	NotAfter time.Time
+	// Canonical is what is written to spec.caBundle: the certificates
+	// alone, each re-encoded as PEM, without headers or any text around
+	// them; nil when the bundle is not certificates alone. It does not
+	// depend on now: an expired certificate still has a canonical form.
+	Canonical []byte
 }
 
 // Fingerprint returns the hex SHA-256 of b.
@@ -59,8 +64,13 @@ func Fingerprint(b []byte) string {
 func Inspect(bundle []byte, now time.Time) (Info, []Finding) {
 	info := Info{FingerprintSHA256: Fingerprint(bundle)}
 	var findings []Finding
-	fail := func(summary, format string, args ...any) {
+	structural := false // anything but certificates: no canonical form
+	expired := func(summary, format string, args ...any) {
 		findings = append(findings, Finding{Severity: Error, Summary: summary, Detail: fmt.Sprintf(format, args...)})
+	}
+	fail := func(summary, format string, args ...any) {
+		structural = true
+		expired(summary, format, args...)
 	}
 	warn := func(summary, format string, args ...any) {
 		findings = append(findings, Finding{Severity: Warning, Summary: summary, Detail: fmt.Sprintf(format, args...)})
@@ -71,7 +81,10 @@ func Inspect(bundle []byte, now time.Time) (Info, []Finding) {
 		return info, findings
 	}
 	rest := bundle
+	var canonical []byte
 	for n := 1; ; n++ {
+		// pem.Decode skips text before a block (comments, `openssl x509
+		// -text` output): harmless, since only Canonical is ever written.
 		var block *pem.Block
 		block, rest = pem.Decode(rest)
 		if block == nil {
@@ -87,13 +100,14 @@ func Inspect(bundle []byte, now time.Time) (Info, []Finding) {
 			continue
 		}
 		info.CertificateCount++
+		canonical = append(canonical, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})...)
 		if info.NotAfter.IsZero() || cert.NotAfter.Before(info.NotAfter) {
 			info.NotAfter = cert.NotAfter
 		}
 		subject := cert.Subject.String()
 		switch {
 		case !now.Before(cert.NotAfter):
-			fail("Expired certificate", "Certificate %d (%s) expired at %s. Replace it with the current CA certificate.", n, subject, cert.NotAfter.UTC().Format(time.RFC3339))
+			expired("Expired certificate", "Certificate %d (%s) expired at %s. Replace it with the current CA certificate.", n, subject, cert.NotAfter.UTC().Format(time.RFC3339))
 		case cert.NotAfter.Sub(now) < ExpiryWarningWindow:
 			warn("Certificate expires soon", "Certificate %d (%s) expires at %s, in less than 30 days. Rotate the CA and update the bundle before then.", n, subject, cert.NotAfter.UTC().Format(time.RFC3339))
 		}
@@ -107,8 +121,26 @@ func Inspect(bundle []byte, now time.Time) (Info, []Finding) {
 	if info.CertificateCount == 0 && !HasErrors(findings) {
 		fail("No certificate in CA bundle", "The CA bundle holds no PEM \"CERTIFICATE\" block.")
 	}
+	if !structural {
+		info.Canonical = canonical
+	}
 	return info, findings
 }
+
+// Canonical is bundle as written to spec.caBundle (Info.Canonical), or
+// bundle itself when it is not certificates alone.
+func Canonical(bundle []byte) []byte {
+	// The zero time judges no certificate expired: only the structure counts.
+	if info, _ := Inspect(bundle, time.Time{}); info.Canonical != nil {
+		return info.Canonical
+	}
+	return bundle
+}
+
+// Equivalent tells whether two bundles write the same spec.caBundle: the
+// same certificates in the same order, whatever the text, headers, line
+// endings or blank lines around them.
+func Equivalent(a, b []byte) bool { return bytes.Equal(Canonical(a), Canonical(b)) }
 
 // HasErrors reports whether any finding is an Error.
 func HasErrors(findings []Finding) bool {

@@ -293,3 +293,32 @@ func TestFingerprintSeesWhitespace(t *testing.T) {
 		seen[info.FingerprintSHA256] = name
 	}
 }
+
+// TestCanonical: what reaches spec.caBundle is the certificates alone,
+// whatever surrounds them; bundles that differ only around them are
+// equivalent (no drift), and ones with other certificates are not.
+func TestCanonical(t *testing.T) {
+	a := newCertPEM(t, certSpec{cn: "a", notAfter: time.Now().Add(time.Hour).Truncate(time.Second)})
+	b := newCertPEM(t, certSpec{cn: "b", notAfter: time.Now().Add(-time.Hour).Truncate(time.Second)}) // expired: still canonical
+	clean := cat(a, b)
+	noisy := cat([]byte("# Issuer: CN=a\n\n"), bytes.ReplaceAll(a, []byte("\n"), []byte("\r\n")), []byte("\n\n"), bytes.TrimSuffix(b, []byte("\n")))
+	if got := Canonical(noisy); !bytes.Equal(got, clean) {
+		t.Errorf("Canonical(noisy) =\n%s\nwant\n%s", got, clean)
+	}
+	if got := Canonical(clean); !bytes.Equal(got, clean) {
+		t.Error("Canonical is not the identity on a canonical bundle")
+	}
+	if !Equivalent(noisy, clean) {
+		t.Error("a bundle with comments, CRLF and blank lines is not equivalent to its certificates")
+	}
+	if Equivalent(cat(b, a), clean) || Equivalent(a, clean) {
+		t.Error("bundles with other certificates, or in another order, are equivalent")
+	}
+	junk := []byte("not a bundle")
+	if got := Canonical(junk); !bytes.Equal(got, junk) || Equivalent(junk, clean) {
+		t.Errorf("Canonical(junk) = %q: want junk itself, never equivalent to a bundle", got)
+	}
+	if info, _ := Inspect(cat(a, []byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")), time.Now()); info.Canonical != nil {
+		t.Error("a bundle holding a private key has a canonical form; it must never be written")
+	}
+}

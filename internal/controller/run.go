@@ -2,19 +2,23 @@ package controller
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -24,6 +28,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/incluster"
 )
 
 // ManagerOptions configure the controller-runtime Manager that runs the
@@ -66,6 +72,12 @@ const maxTolerableExpiredLease = 20 * time.Second
 // controller-runtime Manager only while this replica leads. A replica that
 // loses the lease (e.g. while the API server restarts) does not exit: it
 // starts a new Manager and campaigns again, with its watches still warm.
+//
+// /healthz, /readyz and /metrics are served for the life of the process
+// too, from controller-runtime's health checks and metrics registry and
+// behind its authentication and authorization filter, by servers with read
+// and write timeouts (the Manager's own servers have none) that never
+// rebind when a term ends.
 func Run(ctx context.Context, o ManagerOptions, controllers ...*Controller) error {
 	for _, c := range controllers {
 		c.start(ctx)
@@ -77,14 +89,20 @@ func Run(ctx context.Context, o ManagerOptions, controllers ...*Controller) erro
 			return err
 		}
 	}
+	if err := serveHealth(ctx, o.HealthProbeBindAddress, lock, controllers); err != nil {
+		return err
+	}
+	if err := serveMetrics(ctx, o); err != nil {
+		return err
+	}
 	for term := 0; ; term++ {
-		mgr, err := newManager(ctx, o, lock, controllers, term > 0)
+		mgr, err := newManager(o, lock, controllers, term > 0)
 		if err != nil {
 			return err
 		}
 		err = mgr.Start(ctx)
 		if ctx.Err() != nil {
-			return nil
+			return nil //nolint:nilerr // shut down as asked: whatever Start says, it is not a failure
 		}
 		if err == nil || !strings.Contains(err.Error(), "leader election lost") {
 			return err
@@ -94,20 +112,14 @@ func Run(ctx context.Context, o ManagerOptions, controllers ...*Controller) erro
 	}
 }
 
-// newManager builds the Manager of one term of candidacy. The listeners of
-// the previous term's servers close asynchronously, so a bind that fails
-// is retried for a few seconds.
-func newManager(ctx context.Context, o ManagerOptions, lock *renewLock, controllers []*Controller, again bool) (manager.Manager, error) {
-	metrics := metricsserver.Options{BindAddress: o.MetricsBindAddress, CertDir: o.MetricsCertDir}
-	if !o.MetricsInsecure {
-		metrics.SecureServing = true
-		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
-	}
+// newManager builds the Manager of one term of candidacy: leader election
+// and the controllers' reconcile loops. It serves nothing itself.
+func newManager(o ManagerOptions, lock *renewLock, controllers []*Controller, again bool) (manager.Manager, error) {
 	opts := manager.Options{
 		Scheme:                        o.Scheme,
 		Logger:                        klog.NewKlogr(),
-		Metrics:                       metrics,
-		HealthProbeBindAddress:        o.HealthProbeBindAddress,
+		Metrics:                       metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:        "0",
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionReleaseOnCancel: true,
 		LeaseDuration:                 &o.LeaseDuration,
@@ -118,36 +130,11 @@ func newManager(ctx context.Context, o ManagerOptions, lock *renewLock, controll
 	if lock != nil {
 		opts.LeaderElectionResourceLockInterface = lock
 	}
-	var mgr manager.Manager
-	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Steps: 8, Cap: 2 * time.Second},
-		func(context.Context) (bool, error) {
-			var err error
-			mgr, err = manager.New(o.Config, opts)
-			if err != nil && again && strings.Contains(err.Error(), "address already in use") {
-				return false, nil
-			}
-			return true, err
-		})
+	mgr, err := manager.New(o.Config, opts)
 	if err != nil {
 		return nil, fmt.Errorf("new manager: %w", err)
 	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return nil, err
-	}
-	if lock != nil {
-		if err := mgr.AddHealthzCheck("leader-election", lock.check); err != nil {
-			return nil, err
-		}
-	}
 	for _, c := range controllers {
-		if err := mgr.AddReadyzCheck(c.name, func(*http.Request) error {
-			if !c.Synced() {
-				return fmt.Errorf("%s: watches not listed yet", c.name)
-			}
-			return nil
-		}); err != nil {
-			return nil, err
-		}
 		if err := c.register(mgr, o.Workers, again); err != nil {
 			return nil, err
 		}
@@ -265,4 +252,81 @@ func (l *renewLock) check(*http.Request) error {
 		return errors.New("the lease was last renewed " + time.Since(l.renewed).Round(time.Second).String() + " ago")
 	}
 	return nil
+}
+
+// serveHealth serves /healthz (a ping and, with leader election, the
+// leader-election check) and /readyz (every controller's watches listed)
+// with controller-runtime's health handler. "0" disables it.
+func serveHealth(ctx context.Context, addr string, lock *renewLock, controllers []*Controller) error {
+	live := &healthz.Handler{Checks: map[string]healthz.Checker{"ping": healthz.Ping}}
+	if lock != nil {
+		live.Checks["leader-election"] = lock.check
+	}
+	ready := &healthz.Handler{Checks: map[string]healthz.Checker{"ping": healthz.Ping}}
+	for _, c := range controllers {
+		ready.Checks[c.name] = func(*http.Request) error {
+			if !c.Synced() {
+				return fmt.Errorf("%s: watches not listed yet", c.name)
+			}
+			return nil
+		}
+	}
+	mux := http.NewServeMux()
+	for path, h := range map[string]http.Handler{"/healthz": live, "/readyz": ready} {
+		mux.Handle(path, http.StripPrefix(path, h))
+		mux.Handle(path+"/", http.StripPrefix(path, h)) // one check: /healthz/ping
+	}
+	return incluster.Serve(ctx, addr, mux)
+}
+
+// serveMetrics serves controller-runtime's registry (every kmshealth
+// series beside the workqueue, REST client and leader-election ones) on
+// /metrics: over HTTPS behind TokenReview + SubjectAccessReview (no token
+// is 401, a caller RBAC does not allow get on /metrics is 403), or, with
+// MetricsInsecure, over plain HTTP to anyone. "0" disables it.
+func serveMetrics(ctx context.Context, o ManagerOptions) error {
+	if o.MetricsBindAddress == "0" {
+		return nil
+	}
+	h := promhttp.HandlerFor(Registry, promhttp.HandlerOpts{})
+	mux := http.NewServeMux()
+	if o.MetricsInsecure {
+		mux.Handle("/metrics", h)
+		return incluster.Serve(ctx, o.MetricsBindAddress, mux)
+	}
+	httpClient, err := rest.HTTPClientFor(o.Config)
+	if err != nil {
+		return err
+	}
+	filter, err := filters.WithAuthenticationAndAuthorization(o.Config, httpClient)
+	if err != nil {
+		return fmt.Errorf("metrics authentication: %w", err)
+	}
+	if h, err = filter(klog.NewKlogr().WithName("metrics"), h); err != nil {
+		return fmt.Errorf("metrics authentication: %w", err)
+	}
+	mux.Handle("/metrics", h)
+	cert, err := metricsCertificate(o.MetricsCertDir)
+	if err != nil {
+		return err
+	}
+	return incluster.ServeTLS(ctx, o.MetricsBindAddress, mux, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+}
+
+// metricsCertificate is tls.crt and tls.key from dir, or a self-signed
+// certificate made now when dir is empty.
+func metricsCertificate(dir string) (tls.Certificate, error) {
+	if dir != "" {
+		cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
+		if err != nil {
+			return tls.Certificate{}, fmt.Errorf("--metrics-cert-dir: %w", err)
+		}
+		return cert, nil
+	}
+	host, _ := os.Hostname()
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(host, nil, nil)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("self-signed certificate for /metrics: %w", err)
+	}
+	return tls.X509KeyPair(certPEM, keyPEM)
 }

@@ -7,6 +7,7 @@ package incluster
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -141,14 +142,22 @@ const (
 )
 
 // Serve listens on addr now, so a bad address fails at start, and serves h
-// until ctx ends. "0" disables it.
+// over plain HTTP until ctx ends. "0" disables it.
 func Serve(ctx context.Context, addr string, h http.Handler) error {
+	return ServeTLS(ctx, addr, h, nil)
+}
+
+// ServeTLS is Serve over TLS with tlsConfig (nil: plain HTTP).
+func ServeTLS(ctx context.Context, addr string, h http.Handler, tlsConfig *tls.Config) error {
 	if addr == "0" {
 		return nil
 	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	if tlsConfig != nil {
+		l = tls.NewListener(l, tlsConfig)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: ReadHeaderTimeout, ReadTimeout: ReadTimeout, WriteTimeout: WriteTimeout, IdleTimeout: IdleTimeout}
 	go func() {

@@ -59,6 +59,9 @@ func Observe(ctx context.Context, cl Clients, d Declaration) (*Live, error) {
 	}
 	for _, k := range d.Sweep {
 		list, err := cl.Dynamic.Resource(k.GVR).List(ctx, metav1.ListOptions{LabelSelector: d.Owner.Selector()})
+		if apierrors.IsNotFound(err) {
+			continue // the resource is not served here (e.g. admission policies before 1.30)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("list the installation's %ss: %w", k.Name, err)
 		}
@@ -166,18 +169,18 @@ func (l *Live) Drift(d Declaration) []string {
 		live := l.Get(o.ID)
 		switch {
 		case live == nil:
-			drift = append(drift, o.ID.String()+" is missing")
+			drift = append(drift, o.String()+" is missing")
 		case !l.Owns(live, o.Shared):
-			drift = append(drift, o.ID.String()+" is not managed by kmshealth")
+			drift = append(drift, o.String()+" is not managed by kmshealth")
 		case live.GetDeletionTimestamp() != nil:
-			drift = append(drift, o.ID.String()+" is being deleted")
+			drift = append(drift, o.String()+" is being deleted")
 		case !l.inSync(o, live):
-			drift = append(drift, o.ID.String()+" was changed")
+			drift = append(drift, o.String()+" was changed")
 		}
 	}
 	for _, r := range d.Released {
 		if l.Owns(l.Get(r.ID), true) {
-			drift = append(drift, r.ID.String()+" is still labelled as the installation's")
+			drift = append(drift, r.String()+" is still labelled as the installation's")
 		}
 	}
 	for _, id := range l.leftovers(d) {

@@ -74,10 +74,32 @@ func marshal(ps []Plugin) []byte {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
+// MessagePattern is the wire format of a reporter condition's message as
+// one regular expression (RE2, so CEL's matches() evaluates it too):
+// exactly the minified JSON array FormatMessage writes, keys spelt exactly
+// and in order, no white space. The reporter's admission policy makes the
+// API server refuse any other message from a reporter, so the policy's
+// reading of lastChecked and encoding/json's are the same: a key the
+// policy's regular expression would miss (a "LastChecked", or "lastChecked"
+// spelt with \u escapes, both of which encoding/json reads as lastChecked)
+// cannot be written by a reporter at all.
+const MessagePattern = `^\[(` + entryPattern + `(,` + entryPattern + `)*)?\]$`
+
+const (
+	jsonString   = `"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"`
+	rfc3339      = `"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:[0-9]{2})"`
+	entryPattern = `\{"keyID":"(?:0|[1-9][0-9]*)"(?:,"kekID":` + jsonString + `)?` +
+		`,"status":"(?:healthy|unhealthy|error)","lastChecked":` + rfc3339 +
+		`(?:,"detail":` + jsonString + `)?\}`
+)
+
 // ParseMessage reads a reporter condition's message. It accepts fields it
-// does not know (a newer reporter may add some) and rejects anything that
-// breaks the format: not a JSON array, a keyID that is not a decimal number,
-// a repeated keyID, an unknown status, a missing lastChecked.
+// does not know and white space (another tool may write the same
+// conditions on its own object) and rejects anything that breaks the
+// format: not a JSON array, a keyID that is not a decimal number, a
+// repeated keyID, an unknown status, a missing lastChecked. What a
+// kmshealth reporter may write is narrower, MessagePattern, and the API
+// server enforces it.
 func ParseMessage(msg string) ([]Plugin, error) {
 	if len(msg) > maxConditionMessage {
 		return nil, fmt.Errorf("message is %d bytes, over the %d-byte condition limit", len(msg), maxConditionMessage)

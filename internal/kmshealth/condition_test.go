@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -483,6 +484,10 @@ func FuzzParseMessage(f *testing.F) {
 		if !json.Valid([]byte(s1)) {
 			t.Fatalf("FormatMessage gave invalid JSON: %q", s1)
 		}
+		// What a reporter writes, its admission policy must let through.
+		if !messageRE.MatchString(s1) {
+			t.Fatalf("FormatMessage wrote %q, which MessagePattern refuses", s1)
+		}
 		// The format only ever shortens details; without any it must fit.
 		bare := make([]Plugin, len(p1))
 		for i, p := range p1 {
@@ -627,6 +632,52 @@ func TestValidateNodeName(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), fmt.Sprintf("%q", bad)) {
 			t.Errorf("error %q does not name the node", err)
+		}
+	}
+}
+
+var messageRE = regexp.MustCompile(MessagePattern)
+
+// TestMessagePattern: every message a reporter writes matches the pattern
+// its admission policy enforces (details of any content), and the spellings
+// encoding/json would still read as a report, but the policy's reading of
+// lastChecked would miss, do not.
+func TestMessagePattern(t *testing.T) {
+	nasty := []string{"", `quote " and backslash \\`, "<html> & \u2028 \x00 \x1f \t\n", "\xff\xfe invalid UTF-8", strings.Repeat("é", 300),
+		`"lastChecked":"2099-01-01T00:00:00Z"`}
+	for _, d := range nasty {
+		for _, ps := range [][]Plugin{
+			nil,
+			{errored("1", d, t0)},
+			{healthy("2", d, t0.In(time.FixedZone("x", 5*3600+1800))), unhealthy("10", "k", d, t0.Add(123456789))},
+		} {
+			if msg := FormatMessage(ps); !messageRE.MatchString(msg) {
+				t.Errorf("FormatMessage wrote %q, which MessagePattern refuses", msg)
+			}
+		}
+	}
+	good := `[{"keyID":"1","kekID":"k","status":"healthy","lastChecked":"2026-05-08T12:34:56Z"}]`
+	if !messageRE.MatchString(good) {
+		t.Fatalf("the design's example %s does not match", good)
+	}
+	for name, msg := range map[string]string{
+		"key in another case":      strings.Replace(good, `"lastChecked"`, `"LastChecked"`, 1),
+		"key spelt with an escape": strings.Replace(good, `"lastChecked"`, `"lastChe\u0063ked"`, 1),
+		"second lastChecked":       strings.Replace(good, `}]`, `,"lastChecked":"2099-01-01T00:00:00Z"}]`, 1),
+		"unknown key":              strings.Replace(good, `}]`, `,"x":1}]`, 1),
+		"keys reordered":           `[{"status":"healthy","keyID":"1","lastChecked":"2026-05-08T12:34:56Z"}]`,
+		"white space":              strings.Replace(good, `:`, `: `, 1),
+		"two arrays":               good + good,
+		"unknown status":           strings.Replace(good, `healthy`, `ok`, 1),
+		"zero-padded keyID":        strings.Replace(good, `"1"`, `"01"`, 1),
+		"lastChecked not a time":   strings.Replace(good, `2026-05-08T12:34:56Z`, `soon`, 1),
+		"unescaped control char":   strings.Replace(good, `"k"`, "\"k\x01\"", 1),
+	} {
+		if _, err := ParseMessage(msg); err != nil && name == "key in another case" {
+			t.Errorf("%s: encoding/json no longer reads it (%v): the test no longer shows the gap the pattern closes", name, err)
+		}
+		if messageRE.MatchString(msg) {
+			t.Errorf("%s: %s matches MessagePattern, want refused", name, msg)
 		}
 	}
 }

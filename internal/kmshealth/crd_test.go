@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func TestCRD(t *testing.T) {
 		t.Errorf("scope = %q, want Cluster", got)
 	}
 	names := nested[map[string]any](t, obj, "spec", "names")
-	if want := map[string]any{"kind": Kind, "listKind": ListKind, "plural": Resource, "singular": Singular}; !reflect.DeepEqual(names, want) {
+	if want := map[string]any{"kind": Kind, "listKind": ListKind, "plural": Resource, "singular": Singular, "shortNames": []any{"kmsh"}}; !reflect.DeepEqual(names, want) {
 		t.Errorf("names = %v, want %v", names, want)
 	}
 
@@ -99,10 +100,16 @@ func TestCRDAcceptsOurConditions(t *testing.T) {
 		}
 	}
 
-	reasonPattern := regexp.MustCompile(field("reason")["pattern"].(string))
+	reasons := field("reason")["enum"].([]any)
+	reasonOK := func(r string) bool { return slices.Contains(reasons, any(r)) }
 	for _, r := range []string{ReasonAsExpected, ReasonUnhealthy, ReasonError, ReasonStale, ReasonMissing, ReasonInvalid} {
-		if !reasonPattern.MatchString(r) {
-			t.Errorf("reason %q fails the CRD's pattern", r)
+		if !reasonOK(r) {
+			t.Errorf("reason %q is not in the CRD's enum %v", r, reasons)
+		}
+	}
+	for _, typ := range []string{"Ready", "KMSHealthReporter_", "KMSHealthReporter_Node_1", "kmshealth.io/KMSPluginsDegraded"} {
+		if typePattern.MatchString(typ) {
+			t.Errorf("condition type %q passes the CRD's pattern; only kmshealth's types may", typ)
 		}
 	}
 
@@ -114,7 +121,7 @@ func TestCRDAcceptsOurConditions(t *testing.T) {
 	}
 
 	c := (&ConditionBuilder{Node: longest}).Build([]Plugin{healthy("1", "k", t0)}, t0.Add(time.Second))
-	if !typePattern.MatchString(c.Type) || !reasonPattern.MatchString(c.Reason) {
+	if !typePattern.MatchString(c.Type) || !reasonOK(c.Reason) {
 		t.Errorf("built condition %+v fails the CRD's schema", c)
 	}
 }

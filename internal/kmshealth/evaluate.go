@@ -157,6 +157,15 @@ func judgeNode(name string, c metav1.Condition, o EvalOptions) NodeHealth {
 		n.State, n.Problem = NodeError, fmt.Sprintf("node %s: the reporter found no KMS plugin socket", name)
 		return n
 	}
+	for _, p := range plugins {
+		// A check from the future is never fresh: it would stay "fresh"
+		// long after the reporter stopped.
+		if p.LastChecked.After(o.Now.Add(MaxClockSkew)) {
+			n.State, n.Problem = NodeInvalid, fmt.Sprintf("node %s: plugin %s was last checked at %s, more than %s ahead of this clock: the report cannot be trusted (check the node's clock)",
+				name, p.KeyID, p.LastChecked.UTC().Format(time.RFC3339), MaxClockSkew)
+			return n
+		}
+	}
 	if age := o.Now.Sub(n.LastChecked); age > o.MaxStaleness {
 		n.Stale = true
 		n.State = NodeStale

@@ -559,3 +559,28 @@ func TestDegradedConditionForLongMessage(t *testing.T) {
 		t.Fatalf("test too small: full message is only %d bytes", len(h.Message()))
 	}
 }
+
+// TestEvaluateFutureIsNeverFresh: a lastChecked beyond the allowed clock
+// skew makes the node invalid (a forged or broken clock would otherwise
+// stay fresh long after the reporter stopped); within the skew it counts.
+func TestEvaluateFutureIsNeverFresh(t *testing.T) {
+	for _, tc := range []struct {
+		ahead time.Duration
+		want  NodeState
+	}{
+		{MaxClockSkew - time.Second, NodeHealthy},
+		{MaxClockSkew + time.Second, NodeInvalid},
+		{time.Hour, NodeInvalid},
+	} {
+		h := Evaluate([]metav1.Condition{fine("cp-a", 0), fine("cp-b", -tc.ahead)}, opts())
+		if got := states(h)["cp-b"]; got != tc.want {
+			t.Errorf("%s ahead: %s, want %s", tc.ahead, got, tc.want)
+		}
+		if tc.want == NodeInvalid {
+			if h.Healthy || h.RotationReady {
+				t.Errorf("%s ahead: healthy %v, rotation ready %v", tc.ahead, h.Healthy, h.RotationReady)
+			}
+			problemsContain(t, h, "cp-b", "ahead of this clock")
+		}
+	}
+}

@@ -60,6 +60,10 @@ const (
 	// StalenessFactor × interval is how old lastChecked may be before a node
 	// counts as stale.
 	StalenessFactor = 4
+	// MaxClockSkew is how far ahead of the reader's clock (and of the API
+	// server's, which the reporter's admission policy enforces) a lastChecked
+	// may be; a later one makes the report invalid, never fresh.
+	MaxClockSkew = 5 * time.Minute
 )
 
 // ReporterConditionType is the condition type a node's reporter owns.

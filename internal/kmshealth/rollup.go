@@ -65,9 +65,10 @@ func Rollup(in RollupInput) RollupPlan {
 	if len(plan.Orphans) > 0 {
 		return plan
 	}
-	if len(kept) == 0 {
-		// Nothing reports (the reporter is not, or no longer, installed):
-		// there is nothing to roll up, so no rollup of ours remains either.
+	if len(kept) == 0 && len(in.ShouldReport) == 0 {
+		// Nothing reports and no Node is expected to: there is nothing to
+		// roll up, so no rollup of ours remains either. Expected Nodes
+		// without reports are Missing below: the rollup fails closed.
 		plan.RemoveDegraded = current != nil
 		return plan
 	}

@@ -4,10 +4,10 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 )
 
 // AggregatorFieldManager owns KMSPluginsDegraded: the reconciler's field
@@ -38,32 +40,55 @@ func CRD() *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: obj}
 }
 
+// ErrNamespacedTarget is wrapped when the target's resource is
+// namespaced: the target must be a cluster-scoped object.
+var ErrNamespacedTarget = errors.New("the target must be a cluster-scoped object")
+
+// ErrTargetNotServed is wrapped when the API server serves no such
+// resource (yet).
+var ErrTargetNotServed = errors.New("the API server serves no such resource")
+
 // ResolveKind returns the Kind of the target's resource, which a
-// server-side apply body must carry. The default target needs no request.
+// server-side apply body must carry, and refuses a namespaced resource.
+// The default target needs no request.
 func ResolveKind(ctx context.Context, disc discovery.DiscoveryInterface, t Target) (string, error) {
+	_ = ctx // discovery takes no context
 	if t.IsDefault() {
 		return Kind, nil
 	}
 	gv := schema.GroupVersion{Group: t.Group, Version: t.Version}.String()
 	list, err := disc.ServerResourcesForGroupVersion(gv)
+	if apierrors.IsNotFound(err) {
+		return "", fmt.Errorf("target %s: %w (%s is not served)", t, ErrTargetNotServed, gv)
+	}
 	if err != nil {
 		return "", fmt.Errorf("discover %s for target %s: %w", gv, t, err)
 	}
 	for _, r := range list.APIResources {
 		if r.Name == t.Resource {
 			if r.Namespaced {
-				return "", fmt.Errorf("target %s: %s is namespaced; the target must be a cluster-scoped object", t, t.Resource)
+				return "", fmt.Errorf("target %s: %s is namespaced: %w", t, t.Resource, ErrNamespacedTarget)
 			}
 			return r.Kind, nil
 		}
 	}
-	return "", fmt.Errorf("target %s: the API server serves no resource %q in %s", t, t.Resource, gv)
+	return "", fmt.Errorf("target %s: %w (no resource %q in %s)", t, ErrTargetNotServed, t.Resource, gv)
 }
 
 // ApplyCondition server-side applies one condition entry on the target's
 // status as fieldManager, forcing ownership of that entry (each entry has
 // exactly one writer by design). Other entries and fields are untouched.
 func ApplyCondition(ctx context.Context, dyn dynamic.Interface, t Target, kind string, c metav1.Condition, fieldManager string) error {
+	return applyCondition(ctx, dyn, t, kind, c, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
+}
+
+// DryRunCondition is ApplyCondition as a dry run: the API server checks
+// everything (admission included) and writes nothing.
+func DryRunCondition(ctx context.Context, dyn dynamic.Interface, t Target, kind string, c metav1.Condition, fieldManager string) error {
+	return applyCondition(ctx, dyn, t, kind, c, metav1.ApplyOptions{FieldManager: fieldManager, Force: true, DryRun: []string{metav1.DryRunAll}})
+}
+
+func applyCondition(ctx context.Context, dyn dynamic.Interface, t Target, kind string, c metav1.Condition, opts metav1.ApplyOptions) error {
 	entry, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&c)
 	if err != nil {
 		return fmt.Errorf("convert condition %s: %w", c.Type, err)
@@ -74,7 +99,7 @@ func ApplyCondition(ctx context.Context, dyn dynamic.Interface, t Target, kind s
 		"metadata":   map[string]any{"name": t.Name},
 		"status":     map[string]any{"conditions": []any{entry}},
 	}}
-	_, err = dyn.Resource(t.GVR()).Apply(ctx, t.Name, body, metav1.ApplyOptions{FieldManager: fieldManager, Force: true}, "status")
+	_, err = dyn.Resource(t.GVR()).Apply(ctx, t.Name, body, opts, "status")
 	if err != nil {
 		return fmt.Errorf("apply condition %s on %s: %w", c.Type, t, err)
 	}

@@ -110,7 +110,7 @@ func (r *RecordedListWatch) ListWithContext(ctx context.Context, o metav1.ListOp
 	obj, err := r.ListerWatcherWithContext.ListWithContext(ctx, o)
 	r.mu.Lock()
 	r.listErr = err
-	r.record(err)
+	r.record(ctx, err)
 	r.mu.Unlock()
 	if err != nil && ctx.Err() == nil && r.OnListError != nil {
 		r.OnListError(err)
@@ -122,7 +122,7 @@ func (r *RecordedListWatch) ListWithContext(ctx context.Context, o metav1.ListOp
 func (r *RecordedListWatch) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 	w, err := r.ListerWatcherWithContext.WatchWithContext(ctx, o)
 	r.mu.Lock()
-	r.record(err)
+	r.record(ctx, err)
 	r.mu.Unlock()
 	return w, err
 }
@@ -138,9 +138,12 @@ func (r *RecordedListWatch) Watch(o metav1.ListOptions) (watch.Interface, error)
 	return r.WatchWithContext(context.Background(), o)
 }
 
-func (r *RecordedListWatch) record(err error) {
+// record notes the outcome of a list or watch. An error that only says
+// the caller's context ended (the wait is over) does not replace the last
+// error: it would hide why nothing arrived, e.g. a Forbidden list.
+func (r *RecordedListWatch) record(ctx context.Context, err error) {
 	r.succeeded = r.succeeded || err == nil
-	if err != nil {
+	if err != nil && ctx.Err() == nil {
 		r.lastErr = err
 	}
 }

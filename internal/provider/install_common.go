@@ -10,6 +10,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
@@ -18,6 +20,7 @@ import (
 	k8sresource "k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 )
 
 // The glue shared by the resources that install an in-cluster mode of the
@@ -185,4 +188,121 @@ func liveQuantity(prior types.String, live string) types.String {
 		}
 	}
 	return types.StringValue(live)
+}
+
+// admissionModel holds admission_policy and admission_policy_enforced; the
+// install resources' models embed it.
+type admissionModel struct {
+	AdmissionPolicy         types.Bool `tfsdk:"admission_policy"`
+	AdmissionPolicyEnforced types.Bool `tfsdk:"admission_policy_enforced"`
+}
+
+// admissionAttributes are admission_policy and admission_policy_enforced of
+// the mode's installation; what says what the policy allows.
+func admissionAttributes(mode, what string) (policy, enforced schema.BoolAttribute) {
+	return schema.BoolAttribute{
+			Optional: true, Computed: true,
+			Default: booldefault.StaticBool(true),
+			MarkdownDescription: "Install a ValidatingAdmissionPolicy and its binding under which the " + mode + "'s ServiceAccount " + what +
+				", so the API server, not kmshealth's code, enforces it even for a stolen token. Default `true`. Needs " +
+				"`admissionregistration.k8s.io/v1` (Kubernetes 1.30 or later): on an older cluster the apply warns that enforcement " +
+				"is off and why. `false` opts out explicitly.",
+		}, schema.BoolAttribute{
+			Computed: true,
+			MarkdownDescription: "Whether the admission policy is installed: `false` when `admission_policy = false`, or when the cluster " +
+				"did not serve ValidatingAdmissionPolicies at the last create or update (after upgrading the cluster, replace the resource " +
+				"or toggle `admission_policy` to install it).",
+			PlanModifiers: []planmodifier.Bool{boolplanmodifier.UseStateForUnknown()},
+		}
+}
+
+// planEnforced plans admission_policy_enforced: false when opted out, the
+// state's value while admission_policy stays true, else known after apply.
+func (m *admissionModel) planEnforced(prior *admissionModel) {
+	switch {
+	case !m.AdmissionPolicy.IsUnknown() && !m.AdmissionPolicy.ValueBool():
+		m.AdmissionPolicyEnforced = types.BoolValue(false)
+	case prior != nil && prior.AdmissionPolicy.ValueBool() && m.AdmissionPolicy.ValueBool() && !prior.AdmissionPolicyEnforced.IsNull():
+		m.AdmissionPolicyEnforced = prior.AdmissionPolicyEnforced
+	default:
+		m.AdmissionPolicyEnforced = types.BoolUnknown()
+	}
+}
+
+// enforce decides, at create or update, whether the admission policy is
+// installed: when asked for and, by one discovery request, served. A
+// cluster that cannot enforce it gets a warning, never silence.
+func (m *admissionModel) enforce(ctx context.Context, cl install.Clients, mode string, diags *diag.Diagnostics) bool {
+	if !m.AdmissionPolicy.ValueBool() {
+		m.AdmissionPolicyEnforced = types.BoolValue(false)
+		return false
+	}
+	if known := m.AdmissionPolicyEnforced; !known.IsUnknown() && !known.IsNull() {
+		return known.ValueBool() // kept from the last create or update
+	}
+	served, err := install.AdmissionPoliciesServed(ctx, cl.Core.Discovery())
+	if err != nil {
+		diags.AddWarning("Admission policy not checked", fmt.Sprintf("Could not tell whether the cluster serves ValidatingAdmissionPolicies (%v), so the %s is installed without one: "+
+			"its ServiceAccount is limited by RBAC alone. Apply again to retry.", err, mode))
+		served = false
+	} else if !served {
+		diags.AddAttributeWarning(path.Root("admission_policy"), "Admission policy enforcement is off",
+			fmt.Sprintf("The cluster does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicies (Kubernetes 1.30 or later), so the %s's "+
+				"ServiceAccount is limited by RBAC alone: RBAC names the objects it may write, not the fields. Upgrade the cluster, then replace this "+
+				"resource; or set admission_policy = false to opt out explicitly.", mode))
+	}
+	m.AdmissionPolicyEnforced = types.BoolValue(served)
+	return served
+}
+
+// checkTarget refuses, at apply, a KMS target whose resource is namespaced
+// (its RBAC and admission policy name it cluster-wide: a namespaced
+// target would grant that name in every namespace), by one discovery
+// request; a resource not served yet is warned about.
+func checkTarget(ctx context.Context, cl install.Clients, t kmshealth.Target, attr path.Path, diags *diag.Diagnostics) bool {
+	_, err := kmshealth.ResolveKind(ctx, cl.Core.Discovery(), t)
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, kmshealth.ErrNamespacedTarget):
+		diags.AddAttributeError(attr, "Namespaced KMS target", err.Error()+
+			": name a cluster-scoped object; RBAC and the admission policy grant its status by name, which for a namespaced resource would mean that name in every namespace.")
+		return false
+	case errors.Is(err, kmshealth.ErrTargetNotServed):
+		diags.AddAttributeWarning(attr, "KMS target not served yet", err.Error()+
+			": install its CustomResourceDefinition; until then nothing can be reported there.")
+		return true
+	}
+	diags.AddAttributeError(attr, "Cannot check the KMS target", err.Error())
+	return false
+}
+
+// imageAttribute is the `image` attribute of an installed component: the
+// provider's own binary at its own version by default.
+func imageAttribute(component, why string) schema.StringAttribute {
+	return schema.StringAttribute{
+		Optional: true, Computed: true,
+		MarkdownDescription: "Container image of the " + component + ". Default: the provider's own binary at its own version, `" +
+			install.ImageRepository + ":<provider version>@sha256:<digest>` in a release build, " + why + ". " +
+			"A development build knows no published image and warns at plan time: set `image` then. " +
+			"Set it to pull from a mirror; pin it by digest (`name@sha256:…`) so the pods cannot silently run other code.",
+		Validators: []validator.String{imageRef},
+	}
+}
+
+// planImage fills image with the default when the configuration leaves it
+// out, and warns when this build knows no published image of its version
+// (a development or untagged build): its default names a tag nobody
+// pushed, and the pods would never start.
+func planImage(image *types.String, configured types.String, clients *Clients, diags *diag.Diagnostics) {
+	if !configured.IsNull() || clients == nil {
+		return
+	}
+	*image = types.StringValue(install.DefaultImage(clients.Version))
+	if !install.ImagePublished() {
+		diags.AddAttributeWarning(path.Root("image"), "No published image for this provider build",
+			fmt.Sprintf("This provider (version %q) is a development build: no image of it was published, so the default %s "+
+				"cannot be pulled and the pods would not start. Build one with `make image`, load or push it, and set `image` "+
+				"(pinned by digest, name@sha256:…).", clients.Version, image.ValueString()))
+	}
 }

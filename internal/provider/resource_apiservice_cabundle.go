@@ -283,7 +283,7 @@ func (r *apiServiceCABundleResource) Read(ctx context.Context, req resource.Read
 		return
 	}
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read APIService", fmt.Sprintf("read APIService %q: %v", name, err))
+		r.clients.addAPIError(&resp.Diagnostics, apiServiceRequest("Cannot read APIService", "get", name), err)
 		return
 	}
 	annotation := live.Annotations[cabundle.SourceAnnotation]
@@ -308,16 +308,18 @@ func (r *apiServiceCABundleResource) Read(ctx context.Context, req resource.Read
 	if state.inline() {
 		held, err := r.inlineHeld(ctx, &state)
 		if err != nil {
-			resp.Diagnostics.AddError("Cannot read inline CA bundle ConfigMap", err.Error())
+			r.clients.addAPIError(&resp.Diagnostics, sourceRequest("Cannot read inline CA bundle ConfigMap", "get", state.source(), path.Root("ca_bundle")), err)
 			return
 		}
 		// Report whichever of the live bundle and the ConfigMap drifted from
 		// the last applied value, so either shows as a diff on ca_bundle.
-		liveBundle := string(live.Spec.CABundle)
+		// The live bundle is the applied value's certificates re-encoded
+		// (cabundle.Canonical): equivalent is not drift.
+		applied := []byte(state.CABundle.ValueString())
 		switch {
-		case liveBundle != state.CABundle.ValueString() || liveBundle == held:
-			state.CABundle = types.StringValue(liveBundle)
-		default:
+		case !cabundle.Equivalent(live.Spec.CABundle, applied):
+			state.CABundle = types.StringValue(string(live.Spec.CABundle))
+		case !cabundle.Equivalent([]byte(held), applied):
 			state.CABundle = types.StringValue(held)
 		}
 	}
@@ -353,7 +355,7 @@ func (r *apiServiceCABundleResource) adopt(ctx context.Context, m *apiServiceCAB
 	if src.Kind == cabundle.KindConfigMap && src.Name == cabundle.InlineConfigMapName(name) && src.Key == cabundle.InlineKey {
 		core, err := r.clients.Core()
 		if err != nil {
-			diags.AddError("Cannot connect to Kubernetes", err.Error())
+			connectionError(&diags, err)
 			return diags
 		}
 		cm, err := core.CoreV1().ConfigMaps(src.Namespace).Get(ctx, src.Name, metav1.GetOptions{})
@@ -400,7 +402,7 @@ func (r *apiServiceCABundleResource) write(ctx context.Context, plan, prior *api
 
 	live, err := cabundle.Get(ctx, apiservices, name)
 	if err != nil {
-		diags.AddAttributeError(path.Root("apiservice_name"), "APIService not found", err.Error())
+		r.clients.addAPIError(diags, apiServiceRequest("Cannot read APIService", "get", name), err)
 		return
 	}
 	if err := cabundle.CheckAPIService(live); err != nil {
@@ -412,8 +414,13 @@ func (r *apiServiceCABundleResource) write(ctx context.Context, plan, prior *api
 	if plan.inline() {
 		bundle = []byte(plan.CABundle.ValueString())
 	} else {
-		if bundle, err = cabundle.ReadSource(ctx, core, src); err != nil {
+		bundle, err = cabundle.ReadSource(ctx, core, src)
+		switch {
+		case errors.Is(err, cabundle.ErrSourceMissing):
 			diags.AddAttributeError(path.Root("source"), "CA bundle source unavailable", err.Error())
+			return
+		case err != nil:
+			r.clients.addAPIError(diags, sourceRequest("Cannot read CA bundle source", "get", src, path.Root("source")), err)
 			return
 		}
 		_, findings := cabundle.Inspect(bundle, r.now())
@@ -429,7 +436,7 @@ func (r *apiServiceCABundleResource) write(ctx context.Context, plan, prior *api
 	dry := opts
 	dry.DryRun = true
 	if _, _, err := cabundle.Ensure(ctx, apiservices, live, bundle, src, dry); err != nil {
-		addApplyError(diags, err)
+		r.addApplyError(diags, name, err)
 		return
 	}
 
@@ -437,11 +444,12 @@ func (r *apiServiceCABundleResource) write(ctx context.Context, plan, prior *api
 	if plan.inline() {
 		existed, err := inlineExists(ctx, r, plan)
 		if err != nil {
-			diags.AddError("Cannot read inline CA bundle ConfigMap", err.Error())
+			r.clients.addAPIError(diags, sourceRequest("Cannot read inline CA bundle ConfigMap", "get", src, path.Root("ca_bundle")), err)
 			return
 		}
 		if _, err := cabundle.EnsureInlineConfigMap(ctx, core, src.Namespace, name, bundle, plan.FieldManager.ValueString()); err != nil {
-			diags.AddAttributeError(path.Root("ca_bundle"), "Cannot store inline CA bundle", err.Error())
+			// Plain errors (a foreign ConfigMap of that name) come out as they are.
+			r.clients.addAPIError(diags, sourceRequest("Cannot store inline CA bundle", "", src, path.Root("ca_bundle")), err)
 			return
 		}
 		createdConfigMap = !existed
@@ -451,7 +459,7 @@ func (r *apiServiceCABundleResource) write(ctx context.Context, plan, prior *api
 		if createdConfigMap { // leave nothing half-written behind
 			_ = cabundle.DeleteInlineConfigMap(ctx, core, src.Namespace, name)
 		}
-		addApplyError(diags, err)
+		r.addApplyError(diags, name, err)
 		return
 	}
 
@@ -499,12 +507,12 @@ func (r *apiServiceCABundleResource) Delete(ctx context.Context, req resource.De
 	agg, _ := r.clients.Aggregator()
 	name := state.APIServiceName.ValueString()
 	if err := cabundle.Release(ctx, agg.ApiregistrationV1(), name, state.FieldManager.ValueString()); err != nil {
-		resp.Diagnostics.AddError("Cannot release caBundle", err.Error())
+		r.clients.addAPIError(&resp.Diagnostics, apiServiceRequest("Cannot release caBundle", "patch", name), err)
 		return
 	}
 	if state.inline() {
 		if err := cabundle.DeleteInlineConfigMap(ctx, core, state.BundleNamespace.ValueString(), name); err != nil {
-			resp.Diagnostics.AddError("Cannot delete inline CA bundle ConfigMap", err.Error())
+			r.clients.addAPIError(&resp.Diagnostics, sourceRequest("Cannot delete inline CA bundle ConfigMap", "delete", state.source(), path.Root("ca_bundle")), err)
 		}
 	}
 }
@@ -514,12 +522,34 @@ func (r *apiServiceCABundleResource) ImportState(ctx context.Context, req resour
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
 }
 
-func addApplyError(diags *diag.Diagnostics, err error) {
+func (r *apiServiceCABundleResource) addApplyError(diags *diag.Diagnostics, name string, err error) {
 	if errors.Is(err, cabundle.ErrConflict) {
 		diags.AddAttributeError(path.Root("force_conflicts"), "caBundle owned by another field manager", err.Error())
 		return
 	}
-	diags.AddError("Cannot apply caBundle", err.Error())
+	r.clients.addAPIError(diags, apiServiceRequest("Cannot apply caBundle", "patch", name), err)
+}
+
+// apiServiceRequest describes a request for the APIService that
+// apiservice_name names, for the diagnostic of its failure.
+func apiServiceRequest(summary, verb, name string) apiRequest {
+	return apiRequest{
+		Summary: summary, Verb: verb, Kind: "APIService", Group: "apiregistration.k8s.io", Resource: "apiservices",
+		Name: name, Attribute: path.Root("apiservice_name"),
+	}
+}
+
+// sourceRequest describes a request for a CA bundle source object (the
+// user's, or the inline ConfigMap), on behalf of attribute.
+func sourceRequest(summary, verb string, src cabundle.Source, attribute path.Path) apiRequest {
+	resource := "configmaps"
+	if src.Kind == cabundle.KindSecret {
+		resource = "secrets"
+	}
+	return apiRequest{
+		Summary: summary, Verb: verb, Kind: src.Kind, Resource: resource,
+		Namespace: src.Namespace, Name: src.Name, Attribute: attribute,
+	}
 }
 
 // addFindings turns bundle findings into diagnostics on attribute p.

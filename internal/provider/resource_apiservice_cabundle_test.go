@@ -3,10 +3,11 @@ package provider
 import (
 	"context"
 	"fmt"
+	"net"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -14,6 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 )
@@ -331,7 +334,7 @@ func TestAccAPIServiceCABundle_deletedOutOfBand(t *testing.T) {
 				PlanOnly:           true,
 				ExpectNonEmptyPlan: true,
 			},
-			{Config: inlineConfig(name, ca, ""), ExpectError: regexp.MustCompile(`APIService "` + regexp.QuoteMeta(name) + `" not found`)},
+			{Config: inlineConfig(name, ca, ""), ExpectError: literalRE("Cannot read APIService: not found", `APIService "`+name+`" does not exist on the API server`, `APIService "`+name+`" not found`)},
 		},
 	})
 }
@@ -399,7 +402,8 @@ func TestAccAPIServiceCABundle_badInput(t *testing.T) {
 // TestAccAPIServiceCABundle_emptyProviderConfig proves an unconfigured
 // provider fails with a clear message at apply time, never a localhost call.
 func TestAccAPIServiceCABundle_emptyProviderConfig(t *testing.T) {
-	for _, v := range []string{"KUBE_HOST", "KUBE_CONFIG_PATH", "KUBE_CONFIG_PATHS", "KUBE_TOKEN"} {
+	// Outside a pod: no KUBERNETES_SERVICE_HOST, so no in-cluster configuration either.
+	for _, v := range []string{"KUBE_HOST", "KUBE_CONFIG_PATH", "KUBE_CONFIG_PATHS", "KUBE_TOKEN", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"} {
 		t.Setenv(v, "")
 	}
 	good := newCertPEM(t, "ca", certOpts{})
@@ -408,6 +412,43 @@ func TestAccAPIServiceCABundle_emptyProviderConfig(t *testing.T) {
 		Steps: []resource.TestStep{{
 			Config:      fmt.Sprintf("resource \"kmshealth_apiservice_cabundle\" \"test\" {\n apiservice_name = \"v1.x.example.com\"\n ca_bundle = %q\n}\n", good),
 			ExpectError: regexp.MustCompile(`(?s)no Kubernetes connection configured.*config_path`),
+		}},
+	})
+}
+
+// TestAccAPIServiceCABundle_unreachable: a kubeconfig whose server refuses
+// connections makes apply say that the server is unreachable, which
+// address and which setting chose it, not "APIService not found".
+func TestAccAPIServiceCABundle_unreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close() // nothing listens there now
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["refused"] = &clientcmdapi.Cluster{Server: "https://" + addr, CertificateAuthorityData: env.CAPEM}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: env.Token}
+	cfg.Contexts["refused"] = &clientcmdapi.Context{Cluster: "refused", AuthInfo: "admin"}
+	cfg.CurrentContext = "refused"
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	config := fmt.Sprintf("provider \"kmshealth\" {\n  config_path = %q\n}\n", kubeconfig) + fmt.Sprintf(`
+resource "kmshealth_apiservice_cabundle" "test" {
+  apiservice_name = "v1.refused.example.com"
+  ca_bundle       = %q
+}
+`, newCertPEM(t, "ca", certOpts{}))
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6,
+		Steps: []resource.TestStep{{
+			Config: config,
+			ExpectError: literalRE("Cannot read APIService: API server unreachable",
+				`Could not get APIService "v1.refused.example.com": no connection to the API server https://`+addr,
+				`chosen by the server of cluster "refused" of context "refused" (the current context) in kubeconfig "`+kubeconfig+`" (config_path attribute)`,
+				"connect: connection refused"),
 		}},
 	})
 }

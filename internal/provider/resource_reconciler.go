@@ -64,6 +64,7 @@ type reconcilerModel struct {
 	Timeouts        timeouts.Value `tfsdk:"timeouts"`
 
 	resourcesModel // cpu_request, memory_request, memory_limit
+	admissionModel // admission_policy, admission_policy_enforced
 }
 
 // config is the installation the model describes; values must be known.
@@ -75,6 +76,7 @@ func (m *reconcilerModel) config(ctx context.Context) (reconcilerinstall.Config,
 		Image:           m.Image.ValueString(),
 		Replicas:        int32(m.Replicas.ValueInt64()), // validated: 1 to MaxInt32
 		Resources:       m.resources(),
+		AdmissionPolicy: m.AdmissionPolicyEnforced.ValueBool(),
 	}
 	var diags diag.Diagnostics
 	if t, err := kmshealth.ParseTarget(m.KMSTarget.ValueString()); err != nil {
@@ -123,6 +125,9 @@ func (r *reconcilerResource) Metadata(_ context.Context, req resource.MetadataRe
 func (r *reconcilerResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	emptyMap := types.MapValueMust(types.StringType, map[string]attr.Value{})
 	cpuRequest, memoryRequest, memoryLimit := resourceAttributes("reconciler", reconcilerinstall.DefaultResources())
+	admissionPolicy, admissionEnforced := admissionAttributes("reconciler",
+		"may change only `spec.caBundle` and the `kmshealth.io/ca-bundle-source` annotation, only on APIServices with `spec.service`, never create "+
+			"or delete one, and on the KMS target's status only `KMSPluginsDegraded` (and remove reporter conditions of deleted Nodes)")
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Installs the in-cluster reconciler (`terraform-provider-kmshealth reconcile`), which keeps every " +
 			"`kmshealth_apiservice_cabundle` true between applies: a watch-driven Deployment behind leader election, " +
@@ -153,13 +158,7 @@ func (r *reconcilerResource) Schema(ctx context.Context, _ resource.SchemaReques
 					"taken over or deleted: with `true` the apply stops instead. Turning it off later hands the namespace over (its " +
 					"kmshealth labels are removed) and destroy keeps it.",
 			},
-			"image": schema.StringAttribute{
-				Optional: true, Computed: true,
-				MarkdownDescription: "Container image of the reconciler. Default `" + install.ImageRepository + ":<provider version>`: " +
-					"the provider's own binary at its own version, so the two never skew; upgrading the provider rolls the reconciler. " +
-					"Set it to pull from a mirror.",
-				Validators: []validator.String{imageRef},
-			},
+			"image": imageAttribute("reconciler", "so the two never skew and upgrading the provider rolls the reconciler"),
 			"replicas": schema.Int64Attribute{
 				Optional: true, Computed: true,
 				Default: int64default.StaticInt64(reconcilerinstall.DefaultReplicas),
@@ -223,6 +222,8 @@ func (r *reconcilerResource) Schema(ctx context.Context, _ resource.SchemaReques
 				Computed:            true,
 				MarkdownDescription: "Name of the Service in front of `/metrics` (port 8443, HTTPS; callers need a token whose RBAC allows `get` on the `/metrics` non-resource URL): `<name>-metrics`.",
 			},
+			"admission_policy":          admissionPolicy,
+			"admission_policy_enforced": admissionEnforced,
 			"objects_in_sync": schema.BoolAttribute{
 				Computed: true,
 				MarkdownDescription: "`false` when, at the last refresh, an object of the installation was missing, or a field kmshealth " +
@@ -261,12 +262,17 @@ func (r *reconcilerResource) ModifyPlan(ctx context.Context, req resource.Modify
 	var configImage types.String
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("image"), &configImage)...)
+	var prior *admissionModel
+	if !req.State.Raw.IsNull() {
+		var state reconcilerModel
+		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+		prior = &state.admissionModel
+	}
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if configImage.IsNull() && r.clients != nil {
-		plan.Image = types.StringValue(install.DefaultImage(r.clients.Version))
-	}
+	planImage(&plan.Image, configImage, r.clients, &resp.Diagnostics)
+	plan.planEnforced(prior)
 	plan.setNames()
 	plan.ObjectsInSync = types.BoolValue(true)
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
@@ -324,6 +330,8 @@ func (r *reconcilerResource) Read(ctx context.Context, req resource.ReadRequest,
 	} else {
 		state.CreateNamespace = types.BoolValue(got.CreateNamespace)
 		state.WaitForRollout = types.BoolValue(false)
+		state.AdmissionPolicy = types.BoolValue(got.AdmissionPolicy)
+		state.AdmissionPolicyEnforced = types.BoolValue(got.AdmissionPolicy)
 	}
 	state.ObjectsInSync = objectsInSync(&resp.Diagnostics, reconcilerMode, want.Validate(), func() []string { return live.Drift(want) })
 
@@ -371,12 +379,16 @@ func (r *reconcilerResource) Update(ctx context.Context, req resource.UpdateRequ
 // reports whether anything may have been written, i.e. whether the state
 // must record the installation.
 func (r *reconcilerResource) write(ctx context.Context, plan *reconcilerModel, timeout time.Duration, diags *diag.Diagnostics) bool {
+	cl, ok := r.clients.installClients(diags)
+	if !ok {
+		return false
+	}
+	plan.enforce(ctx, cl, "reconciler", diags)
 	c, d := plan.config(ctx)
 	if diags.Append(d...); diags.HasError() {
 		return false
 	}
-	cl, ok := r.clients.installClients(diags)
-	if !ok {
+	if !checkTarget(ctx, cl, c.KMSTarget, path.Root("kms_target"), diags) {
 		return false
 	}
 	plan.setNames()

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapdefault"
@@ -68,9 +69,11 @@ type reporterModel struct {
 	ServiceAccount    types.String   `tfsdk:"service_account"`
 	ClusterRole       types.String   `tfsdk:"cluster_role"`
 	ObjectsInSync     types.Bool     `tfsdk:"objects_in_sync"`
+	AnySocketDir      types.Bool     `tfsdk:"any_socket_dir"`
 	Timeouts          timeouts.Value `tfsdk:"timeouts"`
 
 	resourcesModel // cpu_request, memory_request, memory_limit
+	admissionModel // admission_policy, admission_policy_enforced
 }
 
 // tolerationModel is one element of tolerations; unset fields are null.
@@ -142,6 +145,8 @@ func (m *reporterModel) config(ctx context.Context) (reporterinstall.Config, dia
 		RunAsGroup:        m.RunAsGroup.ValueInt64(),
 		PriorityClassName: m.PriorityClassName.ValueString(),
 		Resources:         m.resources(),
+		AdmissionPolicy:   m.AdmissionPolicyEnforced.ValueBool(),
+		AnySocketDir:      m.AnySocketDir.ValueBool(),
 	}
 	if !m.KMSSockets.IsNull() {
 		diags.Append(m.KMSSockets.ElementsAs(ctx, &c.Sockets, false)...)
@@ -189,6 +194,9 @@ func (r *reporterResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 	defaultSelector := types.MapValueMust(types.StringType, map[string]attr.Value{reporterinstall.ControlPlaneLabel: types.StringValue("")})
 	defaultTolerations, _ := tolerationsValue(ctx, reporterinstall.DefaultTolerations())
 	cpuRequest, memoryRequest, memoryLimit := resourceAttributes("reporter", reporterinstall.DefaultResources())
+	admissionPolicy, admissionEnforced := admissionAttributes("reporter",
+		"may change, on the target's status, only the condition `KMSHealthReporter_<node>` of the node its pod runs on (taken from its pod-bound token), "+
+			"with every other condition and field unchanged and no `lastChecked` more than "+kmshealth.MaxClockSkew.String()+" ahead of the API server's clock")
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Installs the KMS v2 plugin health reporter (`terraform-provider-kmshealth report`) on the control-plane " +
 			"nodes: a DaemonSet that probes each local KMS plugin socket with the `Status` RPC and writes one " +
@@ -217,13 +225,7 @@ func (r *reporterResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 				Validators:    []validator.String{reporterName},
 			},
-			"image": schema.StringAttribute{
-				Optional: true, Computed: true,
-				MarkdownDescription: "Container image of the reporter. Default `" + install.DefaultImage("<provider version>") + "`: " +
-					"the provider's own binary at its own version (as for `kmshealth_reconciler`), so the reporter always writes " +
-					"the format this provider's data source reads. Set it to pull from a mirror.",
-				Validators: []validator.String{imageRef},
-			},
+			"image": imageAttribute("reporter", "so the reporter always writes the format this provider's data source reads"),
 			"kms_sockets": schema.SetAttribute{
 				ElementType: types.StringType,
 				Optional:    true,
@@ -241,7 +243,7 @@ func (r *reporterResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 					"` when `kms_sockets` is not set; conflicts with `kms_sockets`. The directory is mounted read-only at the same " +
 					"path (a `hostPath` of type `Directory`: the pods start once the plugin has created it).",
 				Validators: []validator.String{
-					checkedString{"Invalid socket directory", "must be an absolute, clean path", reporterinstall.ValidateSocketDir},
+					checkedString{"Invalid socket directory", "must be an absolute, clean path", func(s string) error { return reporterinstall.ValidateSocketDir(s, true) }},
 					stringvalidator.ConflictsWith(path.MatchRoot("kms_sockets")),
 				},
 			},
@@ -347,6 +349,15 @@ func (r *reporterResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				Computed:            true,
 				MarkdownDescription: "Name of the ClusterRole (and ClusterRoleBinding): `kmshealth-reporter:<namespace>:<name>`. Its one rule allows `patch` of `<resource>/status` of the `target` object, by name; nothing else.",
 			},
+			"any_socket_dir": schema.BoolAttribute{
+				Optional: true, Computed: true,
+				Default: booldefault.StaticBool(false),
+				MarkdownDescription: "Allow a `socket_dir` outside `/var/run/kmsplugin` and `/run/kmsplugin`. Default `false`: the directory is " +
+					"mounted into pods that run as root, so a typo (or a changed configuration) could otherwise mount e.g. `/etc/kubernetes`, " +
+					"the cluster's keys. `true` is accepted with a warning.",
+			},
+			"admission_policy":          admissionPolicy,
+			"admission_policy_enforced": admissionEnforced,
 			"objects_in_sync": schema.BoolAttribute{
 				Computed: true,
 				MarkdownDescription: "`false` when, at the last refresh, an object of the installation was missing, or a field kmshealth " +
@@ -418,6 +429,15 @@ func (r *reporterResource) ValidateConfig(ctx context.Context, req resource.Vali
 		}
 	}
 
+	if !m.SocketDir.IsNull() && !m.SocketDir.IsUnknown() && !m.AnySocketDir.IsUnknown() {
+		if err := reporterinstall.ValidateSocketDir(m.SocketDir.ValueString(), m.AnySocketDir.ValueBool()); err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("socket_dir"), "Socket directory outside the KMS plugin directories", err.Error()+".")
+		} else if m.AnySocketDir.ValueBool() {
+			resp.Diagnostics.AddAttributeWarning(path.Root("any_socket_dir"), "Socket directory not restricted",
+				fmt.Sprintf("any_socket_dir = true: %s is mounted from every selected node into reporter pods that run as user %s. Make sure it holds nothing but KMS plugin sockets.",
+					m.SocketDir.ValueString(), m.RunAsUser.String()))
+		}
+	}
 	m.validateMemory(&resp.Diagnostics, reporterinstall.DefaultResources())
 }
 
@@ -434,12 +454,17 @@ func (r *reporterResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	var plan, config reporterModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
+	var prior *admissionModel
+	if !req.State.Raw.IsNull() {
+		var state reporterModel
+		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+		prior = &state.admissionModel
+	}
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if config.Image.IsNull() && r.clients != nil {
-		plan.Image = types.StringValue(install.DefaultImage(r.clients.Version))
-	}
+	plan.planEnforced(prior)
+	planImage(&plan.Image, config.Image, r.clients, &resp.Diagnostics)
 	if config.SocketDir.IsNull() {
 		switch {
 		case config.KMSSockets.IsUnknown():
@@ -538,6 +563,9 @@ func (r *reporterResource) Read(ctx context.Context, req resource.ReadRequest, r
 		}
 		state.Target = types.StringValue(got.Target.String())
 		state.InstallCRD = types.BoolValue(got.InstallCRD)
+		state.AdmissionPolicy = types.BoolValue(got.AdmissionPolicy)
+		state.AdmissionPolicyEnforced = types.BoolValue(got.AdmissionPolicy)
+		state.AnySocketDir = types.BoolValue(got.SocketDir != "" && reporterinstall.ValidateSocketDir(got.SocketDir, false) != nil)
 	} else {
 		var diags diag.Diagnostics
 		want, diags = state.config(ctx)
@@ -656,12 +684,16 @@ func (r *reporterResource) Update(ctx context.Context, req resource.UpdateReques
 // write applies the plan. It reports whether anything may have been
 // written, i.e. whether the state must record the installation.
 func (r *reporterResource) write(ctx context.Context, plan *reporterModel, timeout time.Duration, diags *diag.Diagnostics) bool {
+	cl, ok := r.clients.installClients(diags)
+	if !ok {
+		return false
+	}
+	plan.enforce(ctx, cl, "reporter", diags)
 	c, d := plan.config(ctx)
 	if diags.Append(d...); diags.HasError() {
 		return false
 	}
-	cl, ok := r.clients.installClients(diags)
-	if !ok {
+	if !checkTarget(ctx, cl, c.Target, path.Root("target"), diags) {
 		return false
 	}
 	plan.setNames()

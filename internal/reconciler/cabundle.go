@@ -112,7 +112,7 @@ func (p *caBundlePattern) Observe(c controller.Cache, name string) (caBundleObs,
 	}
 	obs.svc = obj.(*apiregv1.APIService)
 	if obs.recordErr != nil {
-		return obs, true, nil
+		return obs, true, nil //nolint:nilerr // the record's error is carried in obs and judged by Desired
 	}
 	ref := p.sourceRef(src)
 	if !c.Synced(ref) {
@@ -146,13 +146,14 @@ func (p *caBundlePattern) Desired(obs caBundleObs) (*cabundle.Desired, error) {
 	case obs.bundle == nil:
 		return nil, problem(ReasonSourceMissing, "source_missing", fmt.Errorf("%s %s/%s or its key %q does not exist; the live caBundle is left as it is", obs.src.Kind, obs.src.Namespace, obs.src.Name, obs.src.Key))
 	}
-	if _, findings := cabundle.Inspect(obs.bundle, time.Now()); cabundle.HasErrors(findings) {
+	info, findings := cabundle.Inspect(obs.bundle, time.Now())
+	if cabundle.HasErrors(findings) {
 		return nil, problem(ReasonSourceInvalid, "source_invalid", fmt.Errorf("%s holds no valid CA bundle (%w); the live caBundle is left as it is", obs.src, cabundle.FirstError(findings)))
 	}
 	if err := cabundle.CheckAPIService(obs.svc); err != nil {
 		return nil, problem(ReasonNotApplicable, "not_applicable", err)
 	}
-	return cabundle.DesiredFor(obs.svc, obs.bundle, obs.src), nil
+	return cabundle.DesiredFor(obs.svc, info.Canonical, obs.src), nil
 }
 
 func (p *caBundlePattern) InSync(obs caBundleObs, want *cabundle.Desired) bool {
@@ -172,7 +173,7 @@ func (p *caBundlePattern) Apply(ctx context.Context, obs caBundleObs, want *cabu
 	return controller.Change{
 		Reason: ReasonRestored,
 		Action: "Restore",
-		Note:   fmt.Sprintf("Restored spec.caBundle from %s (sha256 %.16s)", obs.src, cabundle.Fingerprint(obs.bundle)),
+		Note:   fmt.Sprintf("Restored spec.caBundle from %s (sha256 %.16s)", obs.src, cabundle.Fingerprint(want.Spec.CABundle)),
 	}, nil
 }
 

@@ -21,6 +21,7 @@ import (
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 )
 
@@ -33,6 +34,8 @@ type Objects struct {
 	ClusterRoleBinding  *rbacv1ac.ClusterRoleBindingApplyConfiguration
 	LeaderRole          *rbacv1ac.RoleApplyConfiguration
 	LeaderRoleBinding   *rbacv1ac.RoleBindingApplyConfiguration
+	EventsRole          *rbacv1ac.RoleApplyConfiguration
+	EventsRoleBinding   *rbacv1ac.RoleBindingApplyConfiguration
 	SourceRoles         []*rbacv1ac.RoleApplyConfiguration // one per source namespace, sorted
 	SourceRoleBindings  []*rbacv1ac.RoleBindingApplyConfiguration
 	Record              *corev1ac.ConfigMapApplyConfiguration
@@ -52,6 +55,8 @@ func Build(c Config) (Objects, error) {
 		ClusterRoleBinding: BuildClusterRoleBinding(c),
 		LeaderRole:         BuildLeaderRole(c),
 		LeaderRoleBinding:  BuildLeaderRoleBinding(c),
+		EventsRole:         BuildEventsRole(c),
+		EventsRoleBinding:  BuildEventsRoleBinding(c),
 		Record:             BuildRecord(c),
 		Deployment:         BuildDeployment(c),
 		MetricsService:     BuildMetricsService(c),
@@ -77,9 +82,11 @@ func BuildNamespace(c Config) *corev1ac.NamespaceApplyConfiguration {
 	return corev1ac.Namespace(c.Namespace).WithLabels(labels)
 }
 
-// BuildServiceAccount is the reconciler's identity.
+// BuildServiceAccount is the reconciler's identity. Its token is not
+// mounted automatically: the pods mount a projected, expiring one.
 func BuildServiceAccount(c Config) *corev1ac.ServiceAccountApplyConfiguration {
-	return corev1ac.ServiceAccount(c.ServiceAccountName(), c.Namespace).WithLabels(c.Labels(ComponentReconciler))
+	return corev1ac.ServiceAccount(c.ServiceAccountName(), c.Namespace).WithLabels(c.Labels(ComponentReconciler)).
+		WithAutomountServiceAccountToken(false)
 }
 
 func (c Config) subject() *rbacv1ac.SubjectApplyConfiguration {
@@ -88,8 +95,7 @@ func (c Config) subject() *rbacv1ac.SubjectApplyConfiguration {
 
 // BuildClusterRole grants what the controllers need cluster-wide: the
 // caBundle controller's APIServices, exactly those kept (each watched by
-// name, then patched by server-side apply), and Events (written in
-// "default" for cluster-scoped APIServices); the KMS aggregator's Node
+// name, then patched by server-side apply); the KMS aggregator's Node
 // metadata (list/watch), the KMSHealth CRD and the one KMSHealth object
 // "cluster" (read and watched by name, status patched); TokenReviews and
 // SubjectAccessReviews, to authenticate and authorize /metrics callers.
@@ -104,8 +110,6 @@ func BuildClusterRole(c Config) *rbacv1ac.ClusterRoleApplyConfiguration {
 	rules = append(rules,
 		rbacv1ac.PolicyRule().WithAPIGroups(authenticationv1.GroupName).WithResources("tokenreviews").WithVerbs("create"),
 		rbacv1ac.PolicyRule().WithAPIGroups(authorizationv1.GroupName).WithResources("subjectaccessreviews").WithVerbs("create"),
-		rbacv1ac.PolicyRule().WithAPIGroups(corev1.GroupName).WithResources("events").WithVerbs("create", "patch"),
-		rbacv1ac.PolicyRule().WithAPIGroups(eventsv1.GroupName).WithResources("events").WithVerbs("create", "patch"),
 		rbacv1ac.PolicyRule().WithAPIGroups(corev1.GroupName).WithResources("nodes").WithVerbs("list", "watch"),
 	)
 	t := c.kmsTarget()
@@ -143,6 +147,35 @@ func BuildLeaderRole(c Config) *rbacv1ac.RoleApplyConfiguration {
 			rbacv1ac.PolicyRule().WithAPIGroups(coordinationv1.GroupName).WithResources("leases").WithResourceNames(LeaseName).WithVerbs("get", "update"),
 			rbacv1ac.PolicyRule().WithAPIGroups(corev1.GroupName).WithResources("configmaps").WithResourceNames(c.RecordName()).WithVerbs("get", "list", "watch"),
 		)
+}
+
+// EventsNamespace holds the Events about cluster-scoped objects (the API
+// server requires them there): the only namespace besides its own in
+// which the reconciler may write.
+const EventsNamespace = "default"
+
+// EventsRoleName names the Role and RoleBinding in EventsNamespace; the
+// colons cannot occur in a namespace or name, so two installations never
+// share it.
+func (c Config) EventsRoleName() string {
+	return clusterRolePrefix + c.Namespace + ":" + c.Name + ":events"
+}
+
+// BuildEventsRole grants creating and patching Events (events.k8s.io, the
+// API the reconciler records with) in EventsNamespace, where Events about
+// APIServices must live; nowhere else.
+func BuildEventsRole(c Config) *rbacv1ac.RoleApplyConfiguration {
+	return rbacv1ac.Role(c.EventsRoleName(), EventsNamespace).
+		WithLabels(c.Labels(ComponentEvents)).
+		WithRules(rbacv1ac.PolicyRule().WithAPIGroups(eventsv1.GroupName).WithResources("events").WithVerbs("create", "patch"))
+}
+
+// BuildEventsRoleBinding binds the events Role.
+func BuildEventsRoleBinding(c Config) *rbacv1ac.RoleBindingApplyConfiguration {
+	return rbacv1ac.RoleBinding(c.EventsRoleName(), EventsNamespace).
+		WithLabels(c.Labels(ComponentEvents)).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(c.EventsRoleName())).
+		WithSubjects(c.subject())
 }
 
 // BuildRecord is the reconciler's record of what it keeps: one entry per
@@ -258,10 +291,8 @@ func BuildDeployment(c Config) *appsv1ac.DeploymentApplyConfiguration {
 		WithName(ContainerName).
 		WithImage(c.Image).
 		WithArgs(Args(c)...).
-		WithEnv(corev1ac.EnvVar().WithName(podNamespaceEnv).WithValueFrom(
-			// fieldRef is atomic: spell out the defaulted apiVersion, or the
-			// extracted field would differ from what was applied.
-			corev1ac.EnvVarSource().WithFieldRef(corev1ac.ObjectFieldSelector().WithAPIVersion("v1").WithFieldPath("metadata.namespace")))).
+		WithVolumeMounts(install.TokenMount()).
+		WithEnv(corev1ac.EnvVar().WithName(podNamespaceEnv).WithValueFrom(corev1ac.EnvVarSource().WithFieldRef(install.FieldRef("metadata.namespace")))).
 		WithPorts(
 			corev1ac.ContainerPort().WithName(metricsPortName).WithContainerPort(MetricsPort).WithProtocol(corev1.ProtocolTCP),
 			corev1ac.ContainerPort().WithName(healthPortName).WithContainerPort(HealthPort).WithProtocol(corev1.ProtocolTCP),
@@ -281,7 +312,8 @@ func BuildDeployment(c Config) *appsv1ac.DeploymentApplyConfiguration {
 	}
 	pod := corev1ac.PodSpec().
 		WithServiceAccountName(c.ServiceAccountName()).
-		WithAutomountServiceAccountToken(true).
+		WithAutomountServiceAccountToken(false).
+		WithVolumes(install.TokenVolume()).
 		WithSecurityContext(corev1ac.PodSecurityContext().
 			WithRunAsNonRoot(true).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).

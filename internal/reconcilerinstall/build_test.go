@@ -98,8 +98,13 @@ func TestBuildDeployment(t *testing.T) {
 		}
 	}
 	pod := d.Spec.Template.Spec
-	if pod.ServiceAccountName != DefaultName || pod.AutomountServiceAccountToken == nil || !*pod.AutomountServiceAccountToken {
+	// No automounted token: a projected one that expires.
+	if pod.ServiceAccountName != DefaultName || pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
 		t.Errorf("serviceAccountName %q automount %v", pod.ServiceAccountName, pod.AutomountServiceAccountToken)
+	}
+	if len(pod.Volumes) != 1 || pod.Volumes[0].Projected == nil || *pod.Volumes[0].Projected.Sources[0].ServiceAccountToken.ExpirationSeconds != 3600 ||
+		len(pod.Containers[0].VolumeMounts) != 1 || pod.Containers[0].VolumeMounts[0].MountPath != "/var/run/secrets/kubernetes.io/serviceaccount" {
+		t.Errorf("token volume %+v, mounts %+v", pod.Volumes, pod.Containers[0].VolumeMounts)
 	}
 	if psc := pod.SecurityContext; psc == nil || !*psc.RunAsNonRoot || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
 		t.Errorf("pod securityContext %+v", psc)
@@ -186,8 +191,6 @@ func TestBuildRBAC(t *testing.T) {
 			ResourceNames: []string{"v1.apps.example.com", "v1.x", "v1beta1.metrics.k8s.io", "v2beta1.metrics.k8s.io"}, Verbs: []string{"get", "list", "watch", "patch"}},
 		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
-		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, ResourceNames: []string{"kmshealths.kmshealth.io"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"kmshealth.io"}, Resources: []string{"kmshealths"}, ResourceNames: []string{"cluster"}, Verbs: []string{"get", "list", "watch"}},
@@ -195,6 +198,11 @@ func TestBuildRBAC(t *testing.T) {
 	}
 	if !install.SameJSON(cr.Rules, want) {
 		t.Errorf("ClusterRole rules %+v", cr.Rules)
+	}
+	// Events only where Events about cluster-scoped APIServices must live.
+	er := roundTrip[rbacv1.Role](t, o.EventsRole)
+	if er.Namespace != "default" || !install.SameJSON(er.Rules, []rbacv1.PolicyRule{{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}}}) {
+		t.Errorf("events Role %s/%s %+v", er.Namespace, er.Name, er.Rules)
 	}
 	crb := roundTrip[rbacv1.ClusterRoleBinding](t, o.ClusterRoleBinding)
 	if crb.RoleRef.Name != cr.Name || len(crb.Subjects) != 1 || crb.Subjects[0].Namespace != "kmshealth-system" || crb.Subjects[0].Name != DefaultName {

@@ -26,7 +26,8 @@ func Declare(c Config) install.Declaration {
 		Owner:         owner(c.Namespace, c.Name),
 		Namespace:     c.Namespace,
 		NamespaceHint: "create it first, or set create_namespace = true to let kmshealth create it (and delete it on destroy)",
-		Sweep:         []install.Kind{install.Roles, install.RoleBindings, install.PodDisruptionBudgets},
+		Sweep: []install.Kind{install.Roles, install.RoleBindings, install.PodDisruptionBudgets,
+			install.ValidatingAdmissionPolicies, install.ValidatingAdmissionPolicyBindings},
 	}
 	add := func(kind install.Kind, namespace, name string, body any) {
 		d.Objects = append(d.Objects, install.Object{ID: install.ID{Kind: kind, Namespace: namespace, Name: name}, Body: body})
@@ -45,6 +46,21 @@ func Declare(c Config) install.Declaration {
 	add(install.ClusterRoleBindings, "", c.ClusterRoleName(), body(objs.ClusterRoleBinding))
 	add(install.Roles, c.Namespace, c.LeaderElectionRoleName(), body(objs.LeaderRole))
 	add(install.RoleBindings, c.Namespace, c.LeaderElectionRoleName(), body(objs.LeaderRoleBinding))
+	add(install.Roles, EventsNamespace, c.EventsRoleName(), body(objs.EventsRole))
+	add(install.RoleBindings, EventsNamespace, c.EventsRoleName(), body(objs.EventsRoleBinding))
+	// The admission policies before the Deployment, so no pod runs
+	// unconstrained; by name too when the Config has none, so Delete finds
+	// them.
+	if c.AdmissionPolicy || c.Image == "" {
+		for _, p := range []install.Policy{APIServicePolicy(c), KMSStatusPolicy(c)} {
+			for _, o := range p.Objects() {
+				if !c.AdmissionPolicy {
+					o.Body = nil
+				}
+				d.Objects = append(d.Objects, o)
+			}
+		}
+	}
 	for i, role := range objs.SourceRoles {
 		add(install.Roles, *role.Namespace, *role.Name, role)
 		b := objs.SourceRoleBindings[i]
@@ -149,6 +165,7 @@ func (l *Live) Drift(c Config) []string { return l.Live.Drift(Declare(c)) }
 // APIServices and sources from the record.
 func (l *Live) Config() Config {
 	c := Config{Namespace: l.namespace, Name: l.name, CreateNamespace: l.NamespaceCreated()}
+	c.AdmissionPolicy = l.Owns(l.Get(install.ID{Kind: install.ValidatingAdmissionPolicies, Name: c.PolicyName("apiservices")}), false)
 	if rec := l.Get(install.ID{Kind: install.ConfigMaps, Namespace: l.namespace, Name: c.RecordName()}); l.Owns(rec, false) {
 		data, _, _ := unstructured.NestedStringMap(rec.Object, "data")
 		good, _ := cabundle.FromRecord(data)

@@ -60,6 +60,7 @@ const (
 	ComponentSources       = "ca-bundle-sources"
 	ComponentMetrics       = "metrics"
 	ComponentRecord        = "record"
+	ComponentEvents        = "events"
 	recordSuffix           = "-record"
 	podSecurityEnforce     = "pod-security.kubernetes.io/enforce"
 	podSecurityRestricted  = "restricted"
@@ -94,6 +95,10 @@ type Config struct {
 	// KMSMaxStaleness is how old a node's last KMS check may be (4 × the
 	// reporters' probe interval); zero means the default.
 	KMSMaxStaleness time.Duration
+	// AdmissionPolicy installs the ValidatingAdmissionPolicies under which
+	// the reconciler's ServiceAccount may change only the fields it owns
+	// (needs admissionregistration.k8s.io/v1, Kubernetes 1.30 or later).
+	AdmissionPolicy bool
 	// Resources are the container's requests and limits.
 	install.Resources
 }

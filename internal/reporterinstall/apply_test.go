@@ -129,6 +129,7 @@ func createTargetCRD(t *testing.T, dyn dynamic.Interface, group, kind, plural, n
 	crd := kmshealth.CRD()
 	crd.SetName(plural + "." + group)
 	crd.SetLabels(nil)
+	genericConditions(t, crd)
 	must(t, unstructured.SetNestedField(crd.Object, group, "spec", "group"))
 	must(t, unstructured.SetNestedStringMap(crd.Object, map[string]string{"kind": kind, "listKind": kind + "List", "plural": plural, "singular": strings.ToLower(kind)}, "spec", "names"))
 	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
@@ -157,6 +158,23 @@ func createTargetCRD(t *testing.T, dyn dynamic.Interface, group, kind, plural, n
 		t.Fatal(err)
 	}
 	return target
+}
+
+// genericConditions loosens a copy of the KMSHealth CRD's conditions to
+// what an operator's CR allows: any condition type and reason.
+func genericConditions(t *testing.T, crd *unstructured.Unstructured) {
+	t.Helper()
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	v := versions[0].(map[string]any)
+	conds, _, _ := unstructured.NestedMap(v, "schema", "openAPIV3Schema", "properties", "status", "properties", "conditions")
+	items := conds["items"].(map[string]any)
+	delete(items, "x-kubernetes-validations")
+	props := items["properties"].(map[string]any)
+	props["type"] = map[string]any{"type": "string", "maxLength": int64(316)}
+	props["reason"] = map[string]any{"type": "string", "minLength": int64(1), "maxLength": int64(1024)}
+	must(t, unstructured.SetNestedMap(v, conds, "schema", "openAPIV3Schema", "properties", "status", "properties", "conditions"))
+	versions[0] = v
+	must(t, unstructured.SetNestedSlice(crd.Object, versions, "spec", "versions"))
 }
 
 func must(t *testing.T, err error) {
@@ -189,8 +207,8 @@ func TestApplyObserveDelete(t *testing.T) {
 	// Reporters and someone else write conditions on the object.
 	target := kmshealth.DefaultTarget()
 	writeCondition(t, dyn, target, kmshealth.Kind, kmshealth.ReporterConditionType("cp-1"), kmshealth.ReporterFieldManager("cp-1"))
-	writeCondition(t, dyn, target, kmshealth.Kind, "Ready", "someone")
-	if got := conditionTypes(t, dyn, target); !slices.Equal(got, []string{"KMSHealthReporter_cp-1", "Ready"}) {
+	writeCondition(t, dyn, target, kmshealth.Kind, kmshealth.ReporterConditionType("cp-2"), "someone")
+	if got := conditionTypes(t, dyn, target); !slices.Equal(got, []string{"KMSHealthReporter_cp-1", "KMSHealthReporter_cp-2"}) {
 		t.Errorf("conditions %v", got)
 	}
 	mustApply(t, c) // the installation's own apply keeps the status alone

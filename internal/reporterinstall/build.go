@@ -14,6 +14,7 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 )
 
@@ -163,28 +164,6 @@ func (c Config) securityContext() *corev1ac.SecurityContextApplyConfiguration {
 	return sc
 }
 
-// serviceAccountVolume is what automountServiceAccountToken would mount,
-// with a token that expires after TokenExpirationSeconds: in-cluster
-// configuration finds token, ca.crt and namespace where it expects them.
-func serviceAccountVolume() *corev1ac.VolumeApplyConfiguration {
-	return corev1ac.Volume().WithName(serviceAccountMount).WithProjected(corev1ac.ProjectedVolumeSource().WithSources(
-		corev1ac.VolumeProjection().WithServiceAccountToken(corev1ac.ServiceAccountTokenProjection().
-			WithPath("token").
-			WithExpirationSeconds(TokenExpirationSeconds)),
-		corev1ac.VolumeProjection().WithConfigMap(corev1ac.ConfigMapProjection().
-			WithName(RootCAConfigMap).
-			WithItems(corev1ac.KeyToPath().WithKey("ca.crt").WithPath("ca.crt"))),
-		corev1ac.VolumeProjection().WithDownwardAPI(corev1ac.DownwardAPIProjection().
-			WithItems(corev1ac.DownwardAPIVolumeFile().WithPath("namespace").WithFieldRef(fieldRef("metadata.namespace")))),
-	))
-}
-
-// fieldRef is atomic: spell out the defaulted apiVersion, or the extracted
-// field would differ from what was applied.
-func fieldRef(path string) *corev1ac.ObjectFieldSelectorApplyConfiguration {
-	return corev1ac.ObjectFieldSelector().WithAPIVersion("v1").WithFieldPath(path)
-}
-
 func toleration(t corev1.Toleration) *corev1ac.TolerationApplyConfiguration {
 	ac := corev1ac.Toleration()
 	if t.Key != "" {
@@ -215,12 +194,12 @@ func BuildDaemonSet(c Config) *appsv1ac.DaemonSetApplyConfiguration {
 		WithName(ContainerName).
 		WithImage(c.Image).
 		WithArgs(c.Args()...).
-		WithEnv(corev1ac.EnvVar().WithName(nodeNameEnv).WithValueFrom(corev1ac.EnvVarSource().WithFieldRef(fieldRef("spec.nodeName")))).
+		WithEnv(corev1ac.EnvVar().WithName(nodeNameEnv).WithValueFrom(corev1ac.EnvVarSource().WithFieldRef(install.FieldRef("spec.nodeName")))).
 		WithPorts(corev1ac.ContainerPort().WithName(healthPortName).WithContainerPort(HealthPort).WithProtocol(corev1.ProtocolTCP)).
 		WithLivenessProbe(corev1ac.Probe().WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/healthz").WithPort(intstr.FromString(healthPortName)))).
 		WithVolumeMounts(
 			corev1ac.VolumeMount().WithName(socketsVolume).WithMountPath(dir).WithReadOnly(true),
-			corev1ac.VolumeMount().WithName(serviceAccountMount).WithMountPath(ServiceAccountMountPath).WithReadOnly(true),
+			install.TokenMount(),
 		).
 		WithSecurityContext(c.securityContext())
 	if r := c.ResourceRequirements(); r != nil {
@@ -236,7 +215,7 @@ func BuildDaemonSet(c Config) *appsv1ac.DaemonSetApplyConfiguration {
 		WithSecurityContext(podSC).
 		WithVolumes(
 			corev1ac.Volume().WithName(socketsVolume).WithHostPath(corev1ac.HostPathVolumeSource().WithPath(dir).WithType(corev1.HostPathDirectory)),
-			serviceAccountVolume(),
+			install.TokenVolume(),
 		).
 		WithContainers(container)
 	if len(c.NodeSelector) > 0 { // an empty map would not round-trip

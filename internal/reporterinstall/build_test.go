@@ -309,7 +309,7 @@ func TestValidate(t *testing.T) {
 		{"root dir", func(c *Config) { c.SocketDir = "/" }, "whole file system"},
 		{"unclean dir", func(c *Config) { c.SocketDir = "/run/kms/" }, "write /run/kms"},
 		{"short interval", func(c *Config) { c.Interval = time.Second }, "probe_interval 1s: must be at least 5s"},
-		{"slow read", func(c *Config) { c.ReadTimeout = c.Interval }, "read_timeout 30s: must be positive and shorter than probe_interval (30s)"},
+		{"slow read", func(c *Config) { c.ReadTimeout = c.Interval }, "read_timeout 30s: must be positive and shorter than the interval (30s)"},
 		{"no write timeout", func(c *Config) { c.WriteTimeout = 0 }, "write_timeout 0s: must be positive"},
 		{"bad selector key", func(c *Config) { c.NodeSelector = map[string]string{"bad key": ""} }, `node_selector: key "bad key" is not a label key`},
 		{"bad selector value", func(c *Config) { c.NodeSelector = map[string]string{"a": "b c"} }, `value "b c" of key "a" is not a label value`},

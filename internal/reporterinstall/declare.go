@@ -68,7 +68,19 @@ func Declare(c Config) install.Declaration {
 	add(install.ServiceAccounts, c.Namespace, c.ServiceAccountName(), typedBody(objs.ServiceAccount))
 	add(install.ClusterRoles, "", c.ClusterRoleName(), typedBody(objs.ClusterRole))
 	add(install.ClusterRoleBindings, "", c.ClusterRoleName(), typedBody(objs.ClusterRoleBinding))
+	// The admission policy before the DaemonSet, so no reporter writes
+	// unconstrained; by name too without a configuration, so Delete finds
+	// it.
+	if c.AdmissionPolicy || named {
+		for _, o := range StatusPolicy(c).Objects() {
+			if !c.AdmissionPolicy {
+				o.Body = nil
+			}
+			d.Objects = append(d.Objects, o)
+		}
+	}
 	add(install.DaemonSets, c.Namespace, c.Name, typedBody(objs.DaemonSet))
+	d.Sweep = []install.Kind{install.ValidatingAdmissionPolicies, install.ValidatingAdmissionPolicyBindings}
 	return d
 }
 
@@ -316,6 +328,7 @@ func ParseArgs(args []string) (reporter.Options, error) {
 // do not parse; the fields read from them are then zero.
 func (l *Live) Config() (c Config, ok bool) {
 	c = Config{Namespace: l.namespace, Name: l.name, InstallCRD: l.CRDInstalled()}
+	c.AdmissionPolicy = l.Owns(l.Get(install.ID{Kind: install.ValidatingAdmissionPolicies, Name: c.PolicyName()}), false)
 	u := l.daemonSet()
 	if u == nil {
 		return c, false

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,15 +41,6 @@ const (
 	// distributions') marks of a control-plane node.
 	ControlPlaneLabel = "node-role.kubernetes.io/control-plane"
 	ControlPlaneTaint = ControlPlaneLabel
-	// TokenExpirationSeconds bounds the projected ServiceAccount token; the
-	// kubelet renews it at 80% of its life and client-go rereads the file.
-	TokenExpirationSeconds = 3600
-	// ServiceAccountMountPath is where in-cluster configuration looks for
-	// the token, the CA bundle and the namespace.
-	ServiceAccountMountPath = "/var/run/secrets/kubernetes.io/serviceaccount"
-	// RootCAConfigMap is published in every namespace by the API server's
-	// controller manager.
-	RootCAConfigMap = "kube-root-ca.crt"
 
 	DefaultCPURequest    = "10m"
 	DefaultMemoryRequest = "32Mi"
@@ -63,12 +55,11 @@ const (
 	ComponentReporter = "reporter"
 	ComponentCRD      = "crd"
 
-	podSecurityEnforce  = "pod-security.kubernetes.io/enforce"
-	clusterRolePrefix   = "kmshealth-reporter:"
-	nodeNameEnv         = "NODE_NAME"
-	healthPortName      = "health"
-	socketsVolume       = "kms-sockets"
-	serviceAccountMount = "kube-api-access"
+	podSecurityEnforce = "pod-security.kubernetes.io/enforce"
+	clusterRolePrefix  = "kmshealth-reporter:"
+	nodeNameEnv        = "NODE_NAME"
+	healthPortName     = "health"
+	socketsVolume      = "kms-sockets"
 )
 
 // Config is one installation of the reporter.
@@ -93,6 +84,13 @@ type Config struct {
 	RunAsUser         int64
 	RunAsGroup        int64
 	PriorityClassName string // "" for none
+	// AdmissionPolicy installs the ValidatingAdmissionPolicy under which a
+	// reporter may change only its own node's condition (needs
+	// admissionregistration.k8s.io/v1, Kubernetes 1.30 or later).
+	AdmissionPolicy bool
+	// AnySocketDir allows a SocketDir outside the KMS plugin directories
+	// (SocketDirs): a hostPath of a pod that runs as root.
+	AnySocketDir bool
 	// Resources are the container's requests and limits.
 	install.Resources
 }
@@ -138,9 +136,16 @@ func ValidateName(name string) []string { return validation.IsDNS1123Label(name)
 // ValidateSockets checks kms_sockets (see kmshealth.CheckSockets).
 func ValidateSockets(sockets []string) error { return kmshealth.CheckSockets(sockets) }
 
+// SocketDirs are where KMS plugins listen; socket_dir must be one of them,
+// or a directory below one, unless any_socket_dir opts out.
+var SocketDirs = []string{kmshealth.SocketDir, "/run/kmsplugin"}
+
 // ValidateSocketDir checks socket_dir: a clean absolute directory other
-// than "/", because it is mounted from the node at the same path.
-func ValidateSocketDir(dir string) error {
+// than "/", because it is mounted from the node at the same path into a
+// pod that runs as root, and — unless anyDir — within SocketDirs, so a
+// typo or a compromised configuration cannot mount /etc/kubernetes (the
+// cluster's keys) into it.
+func ValidateSocketDir(dir string, anyDir bool) error {
 	switch {
 	case !filepath.IsAbs(dir):
 		return fmt.Errorf("%q is not an absolute path: want the directory the KMS plugins listen in, e.g. %s", dir, kmshealth.SocketDir)
@@ -148,8 +153,16 @@ func ValidateSocketDir(dir string) error {
 		return fmt.Errorf("%q is not a clean path: write %s", dir, filepath.Clean(dir))
 	case dir == "/":
 		return errors.New(`"/" would mount the node's whole file system: name the directory the KMS plugins listen in, e.g. ` + kmshealth.SocketDir)
+	case anyDir:
+		return nil
 	}
-	return nil
+	for _, allowed := range SocketDirs {
+		if dir == allowed || strings.HasPrefix(dir, allowed+"/") {
+			return nil
+		}
+	}
+	return fmt.Errorf("%q is outside %s: the directory is mounted into a pod that runs as root, so only the KMS plugin directories are allowed; move the plugin sockets there, or set any_socket_dir = true to accept the risk",
+		dir, strings.Join(SocketDirs, " and "))
 }
 
 // TimingAttributes name the durations of kmshealth.CheckTimings as the
@@ -249,7 +262,7 @@ func (c Config) Validate() error {
 	case c.SocketDir == "":
 		errs = append(errs, fmt.Errorf("kms_sockets or socket_dir: one is required, e.g. socket_dir = %q", kmshealth.SocketDir))
 	default:
-		if err := ValidateSocketDir(c.SocketDir); err != nil {
+		if err := ValidateSocketDir(c.SocketDir, c.AnySocketDir); err != nil {
 			errs = append(errs, fmt.Errorf("socket_dir: %w", err))
 		}
 	}

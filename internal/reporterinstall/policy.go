@@ -1,0 +1,115 @@
+package reporterinstall
+
+import (
+	"fmt"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
+)
+
+// ComponentAdmission labels the admission policy and its binding.
+const ComponentAdmission = "admission-policy"
+
+// PolicyName names the admission policy (and its binding):
+// "kmshealth-reporter.<namespace>.<name>".
+func (c Config) PolicyName() string { return "kmshealth-reporter." + c.Namespace + "." + c.Name }
+
+// StatusPolicy is the admission policy under which a reporter's request
+// may change, on the target's status, only the entry
+// KMSHealthReporter_<node>, where <node> is the node its token is bound to
+// (the user extra authentication.kubernetes.io/node-name that ServiceAccount
+// tokens of pods carry), with every other entry and field unchanged, and
+// with no lastChecked further ahead than kmshealth.MaxClockSkew of the API
+// server's clock. RBAC can only say "this object's status"; this says
+// "this node's entry".
+//
+// The API server's clock is the time it stamps the request's own
+// managedFields entry with before validating admission runs; CEL has no
+// clock of its own and no JSON parser, so every "lastChecked" value of the
+// entry's JSON message is found by a regular expression (a quote inside a
+// JSON string is always escaped, so a detail cannot fake one).
+func StatusPolicy(c Config) install.Policy {
+	t := c.Target
+	if t == (kmshealth.Target{}) {
+		t = kmshealth.DefaultTarget()
+	}
+	skew := fmt.Sprintf("duration('%s')", kmshealth.MaxClockSkew)
+	return install.Policy{
+		Name:           c.PolicyName(),
+		Labels:         c.Labels(ComponentAdmission),
+		ServiceAccount: c.Namespace + "/" + c.ServiceAccountName(),
+		Group:          t.Group,
+		Resources:      []string{t.Resource + "/status"},
+		Operations:     []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+		Variables: [][2]string{
+			{"nodeNames", "request.userInfo.?extra[?'authentication.kubernetes.io/node-name'].orValue([])"},
+			{"ownType", "'" + kmshealth.ReporterConditionPrefix + "' + (size(variables.nodeNames) == 1 ? variables.nodeNames[0] : '')"},
+			{"oldStatus", "oldObject.?status.orValue({})"},
+			{"newStatus", "object.?status.orValue({})"},
+			{"oldConds", "variables.oldStatus.?conditions.orValue([])"},
+			{"newConds", "variables.newStatus.?conditions.orValue([])"},
+			{"oldOthers", "variables.oldConds.filter(c, c.type != variables.ownType)"},
+			{"newOthers", "variables.newConds.filter(c, c.type != variables.ownType)"},
+			{"oldOwn", "variables.oldConds.filter(c, c.type == variables.ownType)"},
+			{"newOwn", "variables.newConds.filter(c, c.type == variables.ownType)"},
+			{"oldMsg", "size(variables.oldOwn) == 1 ? variables.oldOwn[0].?message.orValue('') : ''"},
+			{"newMsg", "size(variables.newOwn) == 1 ? variables.newOwn[0].?message.orValue('') : ''"},
+			{"lastChecked", `variables.newMsg.findAll('"lastChecked"\\s*:\\s*"[^"]*"').map(m, m.split('"')[3])`},
+			{"allTimes", "object.metadata.?managedFields.orValue([]).filter(e, has(e.time)).map(e, timestamp(e.time))"},
+			{"serverTimes", "object.metadata.?managedFields.orValue([]).filter(e, has(e.time) && !(e in oldObject.metadata.?managedFields.orValue([]))).map(e, timestamp(e.time))"},
+		},
+		Rules: []install.PolicyRule{
+			{
+				Expression: "size(variables.nodeNames) == 1",
+				Message:    "a kmshealth reporter's token must be bound to a pod on a node (the user extra authentication.kubernetes.io/node-name is missing)",
+			},
+			{
+				Expression: "object.all(k, k in ['status', 'metadata'] || (k in oldObject && object[k] == oldObject[k])) && oldObject.all(k, k in ['status', 'metadata'] || k in object)",
+				Message:    "a kmshealth reporter may change only .status",
+			},
+			{
+				Expression: "variables.newStatus.all(k, k == 'conditions' || (k in variables.oldStatus && variables.newStatus[k] == variables.oldStatus[k])) && " +
+					"variables.oldStatus.all(k, k == 'conditions' || k in variables.newStatus)",
+				Message: "a kmshealth reporter may change only .status.conditions",
+			},
+			{
+				Expression: "size(variables.newOthers) == size(variables.oldOthers) && variables.newOthers.all(c, c in variables.oldOthers)",
+				MessageCEL: "'a kmshealth reporter on node ' + variables.nodeNames[0] + ' may change only the condition ' + variables.ownType",
+			},
+			{
+				Expression: "size(variables.newOwn) == 1",
+				MessageCEL: "'a kmshealth reporter may not remove its condition ' + variables.ownType",
+			},
+			{
+				// Before lastChecked is read by a regular expression: the
+				// message must be the exact wire format, or a key spelt
+				// another way ("LastChecked", escapes) would hide a time
+				// from the policy that encoding/json still reads.
+				Expression: "variables.newMsg.matches(" + celString(kmshealth.MessagePattern) + ")",
+				Message:    "a kmshealth reporter's message must be exactly what a reporter writes: a minified JSON array of {\"keyID\",\"kekID\"?,\"status\",\"lastChecked\",\"detail\"?} objects, keys spelt exactly and in that order",
+			},
+			{
+				Expression: `variables.lastChecked.all(t, t.matches('^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$'))`,
+				Message:    "every lastChecked in a kmshealth report must be an RFC 3339 timestamp",
+			},
+			{
+				// The entries this request changed carry the API server's
+				// clock. A second write within the same second changes no
+				// entry (times are to the second): then the newest entry is
+				// this request's own, unchanged, stamp.
+				Expression: "variables.newMsg == variables.oldMsg || (size(variables.serverTimes) > 0 ? " +
+					"variables.serverTimes.all(now, variables.lastChecked.all(t, timestamp(t) <= now + " + skew + ")) : " +
+					"variables.allTimes.exists(now, variables.lastChecked.all(t, timestamp(t) <= now + " + skew + ")))",
+				Message: fmt.Sprintf("lastChecked in a kmshealth report may not be more than %s ahead of the API server's clock", kmshealth.MaxClockSkew),
+			},
+		},
+	}
+}
+
+// celString is s as a CEL single-quoted string literal.
+func celString(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
