@@ -160,8 +160,16 @@ func checkDeploymentSpec(namespace, name, image string, replicas int32) resource
 			fail("labels %v", d.Labels)
 		}
 		pod := d.Spec.Template.Spec
-		if pod.ServiceAccountName != name || pod.AutomountServiceAccountToken == nil || !*pod.AutomountServiceAccountToken {
-			fail("serviceAccountName %q, automountServiceAccountToken %v", pod.ServiceAccountName, pod.AutomountServiceAccountToken)
+		// No automounted token: a projected one that expires.
+		if pod.ServiceAccountName != name || pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+			fail("serviceAccountName %q, automountServiceAccountToken %v, want false", pod.ServiceAccountName, pod.AutomountServiceAccountToken)
+		}
+		if !slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool {
+			return v.Projected != nil && slices.ContainsFunc(v.Projected.Sources, func(s corev1.VolumeProjection) bool {
+				return s.ServiceAccountToken != nil && s.ServiceAccountToken.ExpirationSeconds != nil && *s.ServiceAccountToken.ExpirationSeconds <= install.TokenExpirationSeconds
+			})
+		}) {
+			fail("no projected, expiring ServiceAccount token among the volumes %+v", pod.Volumes)
 		}
 		if a := pod.Affinity; a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 1 ||
 			a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].PodAffinityTerm.TopologyKey != "kubernetes.io/hostname" {
@@ -370,7 +378,7 @@ resource "kmshealth_reconciler" "test" {
 		authorizationv1.ResourceAttributes{Namespace: ns, Verb: "watch", Resource: "configmaps", Name: name + "-record"},
 		authorizationv1.ResourceAttributes{Verb: "create", Group: "authentication.k8s.io", Resource: "tokenreviews"},
 		authorizationv1.ResourceAttributes{Verb: "create", Group: "authorization.k8s.io", Resource: "subjectaccessreviews"},
-		authorizationv1.ResourceAttributes{Namespace: "default", Verb: "create", Resource: "events"},
+		authorizationv1.ResourceAttributes{Namespace: "default", Verb: "create", Group: "events.k8s.io", Resource: "events"},
 		authorizationv1.ResourceAttributes{Namespace: "default", Verb: "patch", Group: "events.k8s.io", Resource: "events"},
 		lease("get", "kmshealth-reconciler"), lease("update", "kmshealth-reconciler"), lease("create", ""),
 	)

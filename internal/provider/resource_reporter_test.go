@@ -20,7 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
@@ -29,6 +28,7 @@ import (
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmstest"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reporterinstall"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
 )
 
 const reporterAddr = "kmshealth_reporter.test"
@@ -265,14 +265,19 @@ func deniedToReporter(namespace string, t kmshealth.Target) []authorizationv1.Re
 
 // writeAsServiceAccount writes a node's condition on target the way the
 // reporter does (server-side apply of the status), authenticated as the
-// installed ServiceAccount with a fresh bound token.
+// installed ServiceAccount with a token bound to a pod on node, as the
+// kubelet requests it (the admission policy refuses any other).
 func writeAsServiceAccount(t *testing.T, namespace, name string, target kmshealth.Target, kind, node string) error {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", serviceAccountKubeconfig(t, namespace, name))
-	if err != nil {
+	core := env.Clientset()
+	n, err := core.CoreV1().Nodes().Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		t.Cleanup(func() { _ = core.CoreV1().Nodes().Delete(context.Background(), n.Name, metav1.DeleteOptions{}) })
+	case !apierrors.IsAlreadyExists(err):
 		return err
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
+	dyn, err := dynamic.NewForConfig(testenv.AsToken(env.RESTConfig(), testenv.PodToken(t, core, namespace, name, node)))
 	if err != nil {
 		return err
 	}
@@ -423,6 +428,12 @@ func createTargetCRD(t *testing.T, group, kind, plural, name string) kmshealth.T
 	set(unstructured.SetNestedStringMap(crd.Object, map[string]string{"kind": kind, "listKind": kind + "List", "plural": plural, "singular": strings.ToLower(kind)}, "spec", "names"))
 	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
 	versions[0].(map[string]any)["name"] = "v1"
+	// An operator's conditions are any metav1.Condition, not only ours.
+	item := []string{"schema", "openAPIV3Schema", "properties", "status", "properties", "conditions", "items"}
+	unstructured.RemoveNestedField(versions[0].(map[string]any), append(item, "x-kubernetes-validations")...)
+	unstructured.RemoveNestedField(versions[0].(map[string]any), append(item, "properties", "reason", "enum")...)
+	set(unstructured.SetNestedField(versions[0].(map[string]any), `^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$`,
+		append(item, "properties", "type", "pattern")...))
 	set(unstructured.SetNestedSlice(crd.Object, versions, "spec", "versions"))
 	crds := dyn.Resource(kmshealth.CRDGVR)
 	if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
