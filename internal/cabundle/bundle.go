@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -51,6 +52,29 @@ type Info struct {
 	// them; nil when the bundle is not certificates alone. It does not
 	// depend on now: an expired certificate still has a canonical form.
 	Canonical []byte
+	// Certificates describes each certificate, in bundle order.
+	Certificates []Certificate
+}
+
+// Certificate is what a user can check one certificate of a bundle by.
+type Certificate struct {
+	Subject  string
+	Issuer   string
+	NotAfter time.Time
+	// SHA256Fingerprint is the SHA-256 of the certificate's DER in the form
+	// `openssl x509 -noout -fingerprint -sha256` prints after
+	// "sha256 Fingerprint=": upper-case hex pairs joined by colons.
+	SHA256Fingerprint string
+}
+
+// OpenSSLFingerprint is the SHA-256 of der as openssl prints it.
+func OpenSSLFingerprint(der []byte) string {
+	sum := sha256.Sum256(der)
+	pairs := make([]string, len(sum))
+	for i, b := range sum {
+		pairs[i] = fmt.Sprintf("%02X", b)
+	}
+	return strings.Join(pairs, ":")
 }
 
 // Fingerprint returns the hex SHA-256 of b.
@@ -100,6 +124,8 @@ func Inspect(bundle []byte, now time.Time) (Info, []Finding) {
 			continue
 		}
 		info.CertificateCount++
+		info.Certificates = append(info.Certificates, Certificate{Subject: cert.Subject.String(), Issuer: cert.Issuer.String(),
+			NotAfter: cert.NotAfter, SHA256Fingerprint: OpenSSLFingerprint(cert.Raw)})
 		canonical = append(canonical, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})...)
 		if info.NotAfter.IsZero() || cert.NotAfter.Before(info.NotAfter) {
 			info.NotAfter = cert.NotAfter

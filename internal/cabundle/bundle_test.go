@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"math/big"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -320,5 +321,39 @@ func TestCanonical(t *testing.T) {
 	}
 	if info, _ := Inspect(cat(a, []byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")), time.Now()); info.Canonical != nil {
 		t.Error("a bundle holding a private key has a canonical form; it must never be written")
+	}
+}
+
+// TestCertificatesMatchOpenSSL: each certificate's fingerprint, subject
+// and issuer are what `openssl x509` prints for it, so a user holding
+// openssl's output can compare it as is.
+func TestCertificatesMatchOpenSSL(t *testing.T) {
+	openssl, err := exec.LookPath("openssl")
+	if err != nil {
+		t.Fatalf("openssl is part of the machine image and this test compares against it: %v", err)
+	}
+	a := newCertPEM(t, certSpec{cn: "first CA", notAfter: time.Now().Add(48 * time.Hour).Truncate(time.Second)})
+	b := newCertPEM(t, certSpec{cn: "second CA", notAfter: time.Now().Add(72 * time.Hour).Truncate(time.Second)})
+	info, _ := Inspect(cat([]byte("# comment\n"), a, b), time.Now())
+	if len(info.Certificates) != 2 {
+		t.Fatalf("Certificates = %+v, want 2", info.Certificates)
+	}
+	for i, pemBytes := range [][]byte{a, b} {
+		cmd := exec.Command(openssl, "x509", "-noout", "-fingerprint", "-sha256", "-enddate")
+		cmd.Stdin = bytes.NewReader(pemBytes)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("openssl: %v", err)
+		}
+		got := info.Certificates[i]
+		if want := "sha256 Fingerprint=" + got.SHA256Fingerprint + "\n"; !strings.Contains(strings.ToLower(string(out)), strings.ToLower(want)) || !strings.Contains(string(out), got.SHA256Fingerprint) {
+			t.Errorf("certificate %d: openssl printed %q, want it to contain %q", i+1, out, want)
+		}
+		if want := "notAfter=" + got.NotAfter.UTC().Format("Jan _2 15:04:05 2006 GMT"); !strings.Contains(string(out), want) {
+			t.Errorf("certificate %d: openssl printed %q, want %q", i+1, out, want)
+		}
+		if cn := []string{"first CA", "second CA"}[i]; got.Subject != "CN="+cn || got.Issuer != "CN="+cn {
+			t.Errorf("certificate %d: subject %q issuer %q, want CN=%s (self-signed)", i+1, got.Subject, got.Issuer, cn)
+		}
 	}
 }

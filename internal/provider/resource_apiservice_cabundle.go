@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+
 	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -52,8 +54,14 @@ type apiServiceCABundleModel struct {
 	FingerprintSHA256 types.String `tfsdk:"fingerprint_sha256"`
 	CertificateCount  types.Int64  `tfsdk:"certificate_count"`
 	NotAfter          types.String `tfsdk:"not_after"`
+	Certificates      types.List   `tfsdk:"certificates"`
 	CABundleSource    types.String `tfsdk:"ca_bundle_source"`
 }
+
+// certificateType is one element of `certificates`.
+var certificateType = types.ObjectType{AttrTypes: map[string]attr.Type{
+	"subject": types.StringType, "issuer": types.StringType, "not_after": types.StringType, "sha256_fingerprint": types.StringType,
+}}
 
 type sourceModel struct {
 	Kind      types.String `tfsdk:"kind"`
@@ -88,6 +96,14 @@ func (m *apiServiceCABundleModel) sourceKnown() bool {
 // setBundle fills the computed attributes that describe a bundle.
 func (m *apiServiceCABundleModel) setBundle(bundle []byte, now time.Time) {
 	info, _ := cabundle.Inspect(bundle, now)
+	certs := make([]attr.Value, len(info.Certificates))
+	for i, c := range info.Certificates {
+		certs[i] = types.ObjectValueMust(certificateType.AttrTypes, map[string]attr.Value{
+			"subject": types.StringValue(c.Subject), "issuer": types.StringValue(c.Issuer),
+			"not_after": types.StringValue(c.NotAfter.UTC().Format(time.RFC3339)), "sha256_fingerprint": types.StringValue(c.SHA256Fingerprint),
+		})
+	}
+	m.Certificates = types.ListValueMust(certificateType, certs)
 	m.FingerprintSHA256 = types.StringValue(info.FingerprintSHA256)
 	m.CertificateCount = types.Int64Value(int64(info.CertificateCount))
 	m.NotAfter = types.StringValue("")
@@ -97,6 +113,7 @@ func (m *apiServiceCABundleModel) setBundle(bundle []byte, now time.Time) {
 }
 
 func (m *apiServiceCABundleModel) setBundleUnknown() {
+	m.Certificates = types.ListUnknown(certificateType)
 	m.FingerprintSHA256 = types.StringUnknown()
 	m.CertificateCount = types.Int64Unknown()
 	m.NotAfter = types.StringUnknown()
@@ -157,7 +174,7 @@ func (r *apiServiceCABundleResource) Schema(_ context.Context, _ resource.Schema
 			},
 			"fingerprint_sha256": schema.StringAttribute{
 				Computed:            true,
-				MarkdownDescription: "Hex SHA-256 of the live caBundle bytes. A change between plans means the bundle drifted or the source rotated.",
+				MarkdownDescription: "Hex SHA-256 of the live caBundle bytes (the certificates re-encoded as PEM, as kmshealth writes them). A change between plans means the bundle drifted or the source rotated. To compare one certificate with `openssl` output, use `certificates`.",
 			},
 			"certificate_count": schema.Int64Attribute{
 				Computed:            true,
@@ -166,6 +183,18 @@ func (r *apiServiceCABundleResource) Schema(_ context.Context, _ resource.Schema
 			"not_after": schema.StringAttribute{
 				Computed:            true,
 				MarkdownDescription: "Earliest expiry of the certificates in the live caBundle, RFC 3339. Feed it to monitoring or a `check` block.",
+			},
+			"certificates": schema.ListNestedAttribute{
+				Computed: true,
+				MarkdownDescription: "Each certificate of the live caBundle, in order, to check against what you hold: " +
+					"`subject` and `issuer` (RFC 2253), `not_after` (RFC 3339) and `sha256_fingerprint`, the SHA-256 of the certificate's DER " +
+					"exactly as `openssl x509 -noout -fingerprint -sha256` prints it after `sha256 Fingerprint=` (upper-case hex pairs joined by colons).",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"subject":            schema.StringAttribute{Computed: true, MarkdownDescription: "Subject distinguished name."},
+					"issuer":             schema.StringAttribute{Computed: true, MarkdownDescription: "Issuer distinguished name (the subject again for a self-signed CA)."},
+					"not_after":          schema.StringAttribute{Computed: true, MarkdownDescription: "Expiry, RFC 3339."},
+					"sha256_fingerprint": schema.StringAttribute{Computed: true, MarkdownDescription: "SHA-256 of the DER, as openssl prints it (`AB:CD:…`)."},
+				}},
 			},
 			"ca_bundle_source": schema.StringAttribute{
 				Computed:            true,
@@ -226,7 +255,8 @@ func (r *apiServiceCABundleResource) ModifyPlan(ctx context.Context, req resourc
 	plan.setBundleUnknown()
 	switch {
 	case plan.inline() && !plan.CABundle.IsUnknown():
-		plan.setBundle([]byte(plan.CABundle.ValueString()), r.now())
+		// What apply writes: the certificates re-encoded.
+		plan.setBundle(cabundle.Canonical([]byte(plan.CABundle.ValueString())), r.now())
 	case !plan.inline() && plan.sourceKnown() && r.clients.Known():
 		// A source that cannot be read now (not created yet, no connection
 		// configured) is checked at apply time instead.
@@ -243,8 +273,8 @@ func (r *apiServiceCABundleResource) ModifyPlan(ctx context.Context, req resourc
 		// Unchanged source and live bundle: keep the state's values (an
 		// empty plan). Otherwise leave them unknown: the source may rotate
 		// between plan and apply, and apply writes what it holds then.
-		if state != nil && state.FingerprintSHA256.ValueString() == cabundle.Fingerprint(bundle) {
-			plan.FingerprintSHA256, plan.CertificateCount, plan.NotAfter = state.FingerprintSHA256, state.CertificateCount, state.NotAfter
+		if state != nil && state.FingerprintSHA256.ValueString() == cabundle.Fingerprint(cabundle.Canonical(bundle)) {
+			plan.FingerprintSHA256, plan.CertificateCount, plan.NotAfter, plan.Certificates = state.FingerprintSHA256, state.CertificateCount, state.NotAfter, state.Certificates
 		}
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)

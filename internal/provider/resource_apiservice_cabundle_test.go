@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"encoding/pem"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -485,5 +486,47 @@ resource "kmshealth_apiservice_cabundle" "test" {
 				checkLive(t, name, ca, "ConfigMap/kube-system/"+cabundle.InlineConfigMapName(name)+"/ca.crt"),
 			),
 		}},
+	})
+}
+
+// TestAccAPIServiceCABundle_noisyBundle: a bundle with a comment, blank
+// lines and CRLF line endings, inline and from a Secret, is written as its
+// certificates alone (what the reconciler writes too), plans empty after
+// apply, and exposes each certificate as openssl shows it.
+func TestAccAPIServiceCABundle_noisyBundle(t *testing.T) {
+	name := createAPIService(t, uniqueName(t)+".example.com", apiServiceOpts{})
+	ca1 := newCertPEM(t, "ca-one", certOpts{})
+	ca2 := newCertPEM(t, "ca-two", certOpts{})
+	clean := ca1 + ca2
+	noisy := "# Issuer: CN=ca-one\n\n" + ca1 + "\n" + strings.ReplaceAll(ca2, "\n", "\r\n")
+	der := func(p string) []byte { b, _ := pem.Decode([]byte(p)); return b.Bytes }
+	secrets := env.Clientset().CoreV1().Secrets("default")
+	secretName := uniqueName(t) + "-ca"
+	if _, err := secrets.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secretName},
+		Data: map[string][]byte{"ca.crt": []byte(noisy)}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = secrets.Delete(context.Background(), secretName, metav1.DeleteOptions{}) })
+	certificates := resource.ComposeAggregateTestCheckFunc(
+		resource.TestCheckResourceAttr(addr, "fingerprint_sha256", cabundle.Fingerprint([]byte(clean))),
+		resource.TestCheckResourceAttr(addr, "certificates.#", "2"),
+		resource.TestCheckResourceAttr(addr, "certificates.0.subject", "CN=ca-one"),
+		resource.TestCheckResourceAttr(addr, "certificates.1.issuer", "CN=ca-two"),
+		resource.TestCheckResourceAttr(addr, "certificates.0.sha256_fingerprint", cabundle.OpenSSLFingerprint(der(ca1))),
+		resource.TestCheckResourceAttr(addr, "certificates.1.sha256_fingerprint", cabundle.OpenSSLFingerprint(der(ca2))),
+		resource.TestMatchResourceAttr(addr, "certificates.1.not_after", regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`)),
+	)
+	inline := inlineConfig(name, noisy, "")
+	fromSecret := sourceConfig(name, "Secret", "default", secretName, "ca.crt")
+	inlineSource := "ConfigMap/kube-system/" + cabundle.InlineConfigMapName(name) + "/ca.crt"
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6,
+		CheckDestroy:             checkReleased(t, name),
+		Steps: []resource.TestStep{
+			{Config: inline, Check: resource.ComposeAggregateTestCheckFunc(certificates, checkLive(t, name, clean, inlineSource))},
+			{Config: inline, PlanOnly: true},
+			{Config: fromSecret, Check: resource.ComposeAggregateTestCheckFunc(certificates, checkLive(t, name, clean, "Secret/default/"+secretName+"/ca.crt"))},
+			{Config: fromSecret, PlanOnly: true},
+		},
 	})
 }
