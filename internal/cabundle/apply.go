@@ -74,18 +74,26 @@ func CheckAPIService(svc *apiregv1.APIService) error {
 // Owned reports whether manager's apply entry in managedFields owns
 // spec.caBundle and the SourceAnnotation.
 func Owned(svc *apiregv1.APIService, manager string) (bundle, annotation bool) {
+	return slices.Contains(BundleOwners(svc), manager), slices.Contains(appliers(svc, "f:metadata", "f:annotations", "f:"+SourceAnnotation), manager)
+}
+
+// BundleOwners are the field managers that own spec.caBundle by
+// server-side apply.
+func BundleOwners(svc *apiregv1.APIService) []string { return appliers(svc, "f:spec", "f:caBundle") }
+
+// appliers are the managers whose server-side apply owns the field at path.
+func appliers(svc *apiregv1.APIService, path ...string) []string {
+	var out []string
 	for _, mf := range svc.ManagedFields {
-		if mf.Manager != manager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.FieldsV1 == nil {
+		if mf.Operation != metav1.ManagedFieldsOperationApply || mf.FieldsV1 == nil {
 			continue
 		}
 		var fields map[string]any
-		if json.Unmarshal(mf.FieldsV1.Raw, &fields) != nil {
-			continue
+		if json.Unmarshal(mf.FieldsV1.Raw, &fields) == nil && has(fields, path...) {
+			out = append(out, mf.Manager)
 		}
-		bundle = bundle || has(fields, "f:spec", "f:caBundle")
-		annotation = annotation || has(fields, "f:metadata", "f:annotations", "f:"+SourceAnnotation)
 	}
-	return bundle, annotation
+	return out
 }
 
 func has(m map[string]any, path ...string) bool {

@@ -1,12 +1,17 @@
 package provider
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 )
 
@@ -38,5 +43,50 @@ func TestPlanImage(t *testing.T) {
 	planImage(&image, image, clients, &diags)
 	if !strings.HasPrefix(image.ValueString(), "registry.example/") || len(diags) != 0 {
 		t.Errorf("configured image became %s with %v, want it kept and no diagnostics", image, diags)
+	}
+}
+
+// TestReconcilerFieldManagerWarning: a plan of kmshealth_reconciler that
+// would write a caBundle as another manager than the one that owns it
+// warns, naming the APIService; the same manager, or a plan that changes
+// neither field_manager nor ca_bundles, does not.
+func TestReconcilerFieldManagerWarning(t *testing.T) {
+	ctx := context.Background()
+	name := createAPIService(t, uniqueName(t)+".example.com", apiServiceOpts{})
+	agg := aggregatorClient(t)
+	live, err := agg.ApiregistrationV1().APIServices().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := cabundle.Source{Kind: cabundle.KindConfigMap, Namespace: "kube-system", Name: "x", Key: "ca.crt"}
+	if _, _, err := cabundle.Ensure(ctx, agg.ApiregistrationV1(), live, []byte(newCertPEM(t, "ca", certOpts{})), src, cabundle.ApplyOptions{FieldManager: "team-x"}); err != nil {
+		t.Fatal(err)
+	}
+	clients := &Clients{}
+	clients.once.Do(func() {}) // built by hand, over the test API server
+	clients.aggregator = agg
+	r := &reconcilerResource{clients: clients}
+	model := func(manager string) *reconcilerModel {
+		return &reconcilerModel{FieldManager: types.StringValue(manager),
+			CABundles: types.MapValueMust(types.StringType, map[string]attr.Value{name: types.StringValue(src.String())})}
+	}
+	for _, tt := range []struct {
+		manager string
+		state   *reconcilerModel
+		want    int
+	}{
+		{"kmshealth", nil, 1},
+		{"team-x", nil, 0},
+		{"kmshealth", model("kmshealth"), 0}, // nothing changes: no GET, no warning
+	} {
+		var diags diag.Diagnostics
+		r.warnFieldManager(ctx, model(tt.manager), tt.state, &diags)
+		if diags.WarningsCount() != tt.want || diags.HasError() {
+			t.Errorf("field_manager %q (state %v): %v, want %d warning(s)", tt.manager, tt.state != nil, diags, tt.want)
+			continue
+		}
+		if tt.want == 1 && !strings.Contains(diags.Warnings()[0].Detail(), name) || tt.want == 1 && !strings.Contains(diags.Warnings()[0].Detail(), `"team-x"`) {
+			t.Errorf("warning %q does not name the APIService and its owner", diags.Warnings()[0].Detail())
+		}
 	}
 }

@@ -164,7 +164,7 @@ func (r *apiServiceCABundleResource) Schema(_ context.Context, _ resource.Schema
 			"field_manager": schema.StringAttribute{
 				Optional: true, Computed: true,
 				Default:             stringdefault.StaticString(cabundle.DefaultFieldManager),
-				MarkdownDescription: "Server-side apply field manager that owns the caBundle and the annotation. Default `kmshealth`, which is also the in-cluster reconciler's, so the two never conflict; change it only if you run the reconciler with the same value.",
+				MarkdownDescription: "Server-side apply field manager that owns the caBundle and the annotation. Default `kmshealth`, which is also the in-cluster reconciler's, so the two never conflict; if you change it, set the same `field_manager` on the `kmshealth_reconciler` that keeps this APIService (its plan warns when they differ).",
 				Validators:          []validator.String{fieldManager},
 			},
 			"force_conflicts": schema.BoolAttribute{

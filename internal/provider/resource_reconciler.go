@@ -2,8 +2,13 @@ package provider
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -56,6 +61,7 @@ type reconcilerModel struct {
 	CABundles       types.Map      `tfsdk:"ca_bundles"`
 	KMSTarget       types.String   `tfsdk:"kms_target"`
 	KMSMaxStaleness types.String   `tfsdk:"kms_max_staleness"`
+	FieldManager    types.String   `tfsdk:"field_manager"`
 	WaitForRollout  types.Bool     `tfsdk:"wait_for_rollout"`
 	ServiceAccount  types.String   `tfsdk:"service_account"`
 	ClusterRole     types.String   `tfsdk:"cluster_role"`
@@ -77,6 +83,7 @@ func (m *reconcilerModel) config(ctx context.Context) (reconcilerinstall.Config,
 		Replicas:        int32(m.Replicas.ValueInt64()), // validated: 1 to MaxInt32
 		Resources:       m.resources(),
 		AdmissionPolicy: m.AdmissionPolicyEnforced.ValueBool(),
+		FieldManager:    m.FieldManager.ValueString(),
 	}
 	var diags diag.Diagnostics
 	if t, err := kmshealth.ParseTarget(m.KMSTarget.ValueString()); err != nil {
@@ -192,6 +199,15 @@ func (r *reconcilerResource) Schema(ctx context.Context, _ resource.SchemaReques
 					"patch only its `status`.",
 				Validators: []validator.String{targetString},
 			},
+			"field_manager": schema.StringAttribute{
+				Optional: true, Computed: true,
+				Default: stringdefault.StaticString(cabundle.DefaultFieldManager),
+				MarkdownDescription: "Server-side apply field manager the reconciler writes caBundles as (`--field-manager`). It must equal the " +
+					"`field_manager` of every `kmshealth_apiservice_cabundle` in `ca_bundles`, or the two take `spec.caBundle` from each other " +
+					"and every plan shows drift: a plan that changes this attribute or `ca_bundles` warns, naming each APIService whose caBundle " +
+					"another manager owns. Default `kmshealth`, the default of both.",
+				Validators: []validator.String{fieldManager},
+			},
 			"kms_max_staleness": schema.StringAttribute{
 				Optional: true, Computed: true,
 				Default: stringdefault.StaticString(reconcilerinstall.DefaultKMSMaxStaleness.String()),
@@ -263,19 +279,51 @@ func (r *reconcilerResource) ModifyPlan(ctx context.Context, req resource.Modify
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("image"), &configImage)...)
 	var prior *admissionModel
+	var state *reconcilerModel
 	if !req.State.Raw.IsNull() {
-		var state reconcilerModel
-		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+		state = &reconcilerModel{}
+		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
 		prior = &state.admissionModel
 	}
 	if resp.Diagnostics.HasError() {
 		return
 	}
 	planImage(&plan.Image, configImage, r.clients, &resp.Diagnostics)
+	r.warnFieldManager(ctx, &plan, state, &resp.Diagnostics)
 	plan.planEnforced(prior)
 	plan.setNames()
 	plan.ObjectsInSync = types.BoolValue(true)
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// warnFieldManager warns, when a plan changes field_manager or ca_bundles,
+// about each kept APIService whose caBundle is owned by server-side apply
+// of other field managers only (a kmshealth_apiservice_cabundle with
+// another field_manager): the reconciler and it would take the field from
+// each other. One GET per kept APIService, and only then: a plan that
+// changes neither costs nothing.
+func (r *reconcilerResource) warnFieldManager(ctx context.Context, plan, state *reconcilerModel, diags *diag.Diagnostics) {
+	if plan.FieldManager.IsUnknown() || plan.CABundles.IsUnknown() || !r.clients.Known() ||
+		(state != nil && state.FieldManager.Equal(plan.FieldManager) && state.CABundles.Equal(plan.CABundles)) {
+		return
+	}
+	agg, err := r.clients.Aggregator()
+	if err != nil {
+		return // the apply reports the connection
+	}
+	manager := plan.FieldManager.ValueString()
+	for _, apiservice := range slices.Sorted(maps.Keys(plan.CABundles.Elements())) {
+		live, err := agg.ApiregistrationV1().APIServices().Get(ctx, apiservice, metav1.GetOptions{})
+		if err != nil {
+			continue // not there yet, or unreadable: nothing to compare
+		}
+		if owners := cabundle.BundleOwners(live); len(owners) > 0 && !slices.Contains(owners, manager) {
+			diags.AddAttributeWarning(path.Root("field_manager"), "Another field manager owns a caBundle this reconciler keeps",
+				fmt.Sprintf("spec.caBundle of APIService %q is owned by the field manager(s) %q, but the reconciler writes as %q: each would take the "+
+					"field from the other and every plan would show drift. Set field_manager to the field_manager of the kmshealth_apiservice_cabundle "+
+					"that manages %q (or the other way round).", apiservice, owners, manager, apiservice))
+		}
+	}
 }
 
 func (r *reconcilerResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
@@ -345,6 +393,9 @@ func (r *reconcilerResource) Read(ctx context.Context, req resource.ReadRequest,
 		}
 		if got.KMSMaxStaleness > 0 {
 			state.KMSMaxStaleness = liveDuration(state.KMSMaxStaleness, got.KMSMaxStaleness)
+		}
+		if got.FieldManager != "" {
+			state.FieldManager = types.StringValue(got.FieldManager)
 		}
 		state.setLiveResources(got.Resources)
 	}

@@ -64,6 +64,20 @@ func mustCreateSecret(t *testing.T, namespace, name string, data map[string][]by
 	}
 }
 
+// checkArg asserts that the reconciler container runs with arg.
+func checkArg(namespace, name, arg string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		d, err := getDeployment(namespace, name)
+		if err != nil {
+			return err
+		}
+		if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, arg) {
+			return fmt.Errorf("args %q: want %s", args, arg)
+		}
+		return nil
+	}
+}
+
 // checkKMSArgs asserts the aggregator's flags in the Deployment and the
 // ClusterRole's access to the KMS target's status.
 func checkKMSArgs(namespace, name, target, staleness string) resource.TestCheckFunc {
@@ -182,10 +196,11 @@ func checkDeploymentSpec(namespace, name, image string, replicas int32) resource
 		if ct.Name != "reconciler" || ct.Image != image {
 			fail("container %q image %q, want reconciler %q", ct.Name, ct.Image, image)
 		}
-		// The two --kms-* flags that follow are checked by checkKMSArgs.
+		// The two --kms-* flags that follow are checked by checkKMSArgs,
+		// the --field-manager after them by checkArg.
 		wantArgs := []string{"reconcile", "--namespace=$(POD_NAMESPACE)", "--leader-elect=true", "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081",
 			"--record-configmap=" + name + "-record"}
-		if len(ct.Args) != len(wantArgs)+2 || !slices.Equal(ct.Args[:len(wantArgs)], wantArgs) {
+		if len(ct.Args) != len(wantArgs)+3 || !slices.Equal(ct.Args[:len(wantArgs)], wantArgs) {
 			fail("args %q, want %q", ct.Args, wantArgs)
 		}
 		if len(ct.Env) != 1 || ct.Env[0].Name != "POD_NAMESPACE" || ct.Env[0].ValueFrom == nil || ct.Env[0].ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
@@ -530,6 +545,7 @@ func TestAccReconciler_update(t *testing.T) {
   memory_limit      = "0.25Gi"
   kms_target        = "operator.openshift.io/v1/kubeapiservers/cluster"
   kms_max_staleness = "4m"
+  field_manager     = "platform-team"
 `, ns, nsA))
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6,
@@ -549,6 +565,8 @@ func TestAccReconciler_update(t *testing.T) {
 					resource.TestCheckResourceAttr(reconcilerAddr, "kms_target", "kmshealth.io/v1alpha1/kmshealths/cluster"),
 					resource.TestCheckResourceAttr(reconcilerAddr, "kms_max_staleness", "2m0s"),
 					checkKMSArgs(ns, name, "kmshealth.io/v1alpha1/kmshealths/cluster", "2m0s"),
+					resource.TestCheckResourceAttr(reconcilerAddr, "field_manager", "kmshealth"),
+					checkArg(ns, name, "--field-manager=kmshealth"),
 				),
 			},
 			{
@@ -561,6 +579,8 @@ func TestAccReconciler_update(t *testing.T) {
 					checkDeploymentSpec(ns, name, "registry.example.com/mirror/kmshealth:v9", 1),
 					resource.TestCheckResourceAttr(reconcilerAddr, "kms_max_staleness", "4m"),
 					checkKMSArgs(ns, name, "operator.openshift.io/v1/kubeapiservers/cluster", "4m0s"),
+					resource.TestCheckResourceAttr(reconcilerAddr, "field_manager", "platform-team"),
+					checkArg(ns, name, "--field-manager=platform-team"),
 					func(*terraform.State) error {
 						d, err := getDeployment(ns, name)
 						if err != nil {

@@ -269,6 +269,7 @@ func Args(c Config) []string {
 		"--record-configmap=" + c.RecordName(),
 		kmsTargetFlag + c.kmsTarget().String(),
 		kmsMaxStalenessFlag + c.kmsMaxStaleness().String(),
+		"--field-manager=" + c.fieldManager(),
 	}
 }
 

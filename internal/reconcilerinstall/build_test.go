@@ -122,7 +122,7 @@ func TestBuildDeployment(t *testing.T) {
 		t.Errorf("container %s image %s", ct.Name, ct.Image)
 	}
 	if !slices.Equal(ct.Args, []string{"reconcile", "--namespace=$(POD_NAMESPACE)", "--leader-elect=true", "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081",
-		"--record-configmap=kmshealth-reconciler-record", "--kms-target=kmshealth.io/v1alpha1/kmshealths/cluster", "--kms-max-staleness=2m0s"}) {
+		"--record-configmap=kmshealth-reconciler-record", "--kms-target=kmshealth.io/v1alpha1/kmshealths/cluster", "--kms-max-staleness=2m0s", "--field-manager=kmshealth"}) {
 		t.Errorf("args %q", ct.Args)
 	}
 	if len(ct.Env) != 1 || ct.Env[0].Name != "POD_NAMESPACE" || ct.Env[0].ValueFrom.FieldRef.FieldPath != "metadata.namespace" {

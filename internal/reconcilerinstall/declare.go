@@ -197,6 +197,7 @@ func (l *Live) Config() Config {
 				c.KMSTarget = t
 			}
 			c.KMSMaxStaleness = o.KMSMaxStaleness
+			c.FieldManager = o.FieldManager
 		}
 	}
 	return c

@@ -95,6 +95,11 @@ type Config struct {
 	// KMSMaxStaleness is how old a node's last KMS check may be (4 × the
 	// reporters' probe interval); zero means the default.
 	KMSMaxStaleness time.Duration
+	// FieldManager is the server-side apply field manager the reconciler
+	// writes caBundles as: the field_manager of the
+	// kmshealth_apiservice_cabundle resources it keeps (default kmshealth),
+	// so the two never take the field from each other.
+	FieldManager string
 	// AdmissionPolicy installs the ValidatingAdmissionPolicies under which
 	// the reconciler's ServiceAccount may change only the fields it owns
 	// (needs admissionregistration.k8s.io/v1, Kubernetes 1.30 or later).
@@ -112,6 +117,14 @@ func (c Config) kmsTarget() kmshealth.Target {
 		return kmshealth.DefaultTarget()
 	}
 	return c.KMSTarget
+}
+
+// fieldManager is FieldManager with the default filled in.
+func (c Config) fieldManager() string {
+	if c.FieldManager == "" {
+		return cabundle.DefaultFieldManager
+	}
+	return c.FieldManager
 }
 
 // kmsMaxStaleness is KMSMaxStaleness with the default filled in.
