@@ -13,7 +13,8 @@ resource "kmshealth_apiservice_cabundle" "metrics" {
 }
 
 # Inline PEM: kept in the ConfigMap kube-system/kmshealth-cabundle-<name>,
-# which this resource owns and deletes on destroy.
+# which this resource owns and deletes on destroy. packaging-ca.pem beside
+# this file is a throwaway example CA certificate (its key was never kept).
 resource "kmshealth_apiservice_cabundle" "packages" {
   apiservice_name = "v1alpha1.data.packaging.carvel.dev"
   ca_bundle       = file("${path.module}/packaging-ca.pem")
