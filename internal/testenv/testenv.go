@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmstest"
 )
 
@@ -212,8 +213,9 @@ func (e *Env) spawn(logName string, args ...string) (*exec.Cmd, error) {
 	}
 	cmd := exec.Command(e.binary, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// The control plane never outlives the test process that started it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// The control plane never outlives the test process that started it
+	// (on Linux; see devenv.ChildAttr).
+	cmd.SysProcAttr = devenv.ChildAttr()
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
 		return nil, fmt.Errorf("start %s %s: %w", e.binary, args[0], err)

@@ -9,6 +9,12 @@
 // it destroys and tears down.
 // DEMO_KEEP=1 keeps the control plane running at the end until Ctrl-C, for
 // playing with its kubeconfig.
+//
+// No root needed: as root on Linux each reporter keeps the production
+// socket path in its own mount namespace; otherwise (a normal user, macOS,
+// a container without CAP_SYS_ADMIN, or DEMO_NO_NAMESPACES=1 to try this
+// path as root) each reporter probes its own node's socket directory with
+// --socket-dir. The demo prints which one it uses and why.
 package main
 
 import (
@@ -18,6 +24,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -221,14 +228,24 @@ func show(ctx context.Context, agg aggregator.Interface) error {
 const reportInterval = kmshealth.MinInterval
 
 // kmsHealth starts three control-plane "nodes" (a Node object, a KMS v2
-// plugin and a reporter process in its own mount namespace each), shows the
-// health the data source reads and a key rotation passing its gate, then
-// turns one plugin unhealthy and shows the gated plan stop.
+// plugin and a reporter process each, see startReporter), shows the health
+// the data source reads and a key rotation passing its gate, then turns one
+// plugin unhealthy and shows the gated plan stop.
 func kmsHealth(ctx context.Context, cli *devenv.CLI, env *testenv.Env, bin string) error {
 	step("Three control-plane nodes start reporting KMS v2 plugin health (report mode, one process per node, every %s)", reportInterval)
 	dyn, err := dynamic.NewForConfig(env.RESTConfig())
 	if err != nil {
 		return err
+	}
+	namespaces, why := devenv.MountNamespaces(ctx)
+	if os.Getenv("DEMO_NO_NAMESPACES") != "" {
+		namespaces, why = false, "DEMO_NO_NAMESPACES is set"
+	}
+	if namespaces {
+		fmt.Printf("reporters keep the production socket path unix://%s/kms-1.sock: root on Linux, so each runs in its own mount namespace with its node's socket directory bind-mounted there\n", kmshealth.SocketDir)
+	} else {
+		fmt.Printf("reporters use their own socket directories %s (--socket-dir): %s, so no mount namespaces (the production path %s needs root on Linux)\n",
+			filepath.Join(env.Dir, "demo-cp-{1,2,3}"), why, kmshealth.SocketDir)
 	}
 	var plugins []*kmstest.Plugin
 	var reporters []*devenv.Process
@@ -260,8 +277,8 @@ func kmsHealth(ctx context.Context, cli *devenv.CLI, env *testenv.Env, bin strin
 		if err != nil {
 			return err
 		}
-		r, err := devenv.StartReport(ctx, bin, logf, dir, "--kubeconfig="+env.Kubeconfig, "--node-name="+name,
-			"--kms-socket=unix:///var/run/kmsplugin/kms-1.sock", "--interval="+reportInterval.String(), "--read-timeout=2s", "--write-timeout=3s")
+		r, err := startReporter(ctx, namespaces, bin, logf, dir, "--kubeconfig="+env.Kubeconfig, "--node-name="+name,
+			"--interval="+reportInterval.String(), "--read-timeout=2s", "--write-timeout=3s")
 		if err != nil {
 			return fmt.Errorf("%w; see %s", err, logf.Name())
 		}
@@ -294,6 +311,17 @@ func kmsHealth(ctx context.Context, cli *devenv.CLI, env *testenv.Env, bin strin
 	}
 	plugins[1].SetHealthz("ok")
 	return waitDegraded(ctx, dyn, metav1.ConditionFalse)
+}
+
+// startReporter runs one node's reporter. With namespaces it keeps the
+// production socket path (its own mount namespace, dir bind-mounted over
+// /var/run/kmsplugin, --kms-socket); without, it probes dir itself
+// (--socket-dir). Both probe the same plugin and write the same condition.
+func startReporter(ctx context.Context, namespaces bool, bin string, out io.Writer, dir string, args ...string) (*devenv.Process, error) {
+	if namespaces {
+		return devenv.StartReport(ctx, bin, out, dir, append(args, "--kms-socket=unix://"+kmshealth.SocketDir+"/kms-1.sock")...)
+	}
+	return devenv.StartReportInDir(ctx, bin, out, dir, args...)
 }
 
 // waitDegraded watches the KMSHealth object until KMSPluginsDegraded has
