@@ -2,30 +2,24 @@ package controller
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/runtime"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -46,17 +40,11 @@ type ManagerOptions struct {
 	RenewDeadline  time.Duration
 	RetryPeriod    time.Duration
 
-	// MetricsBindAddress serves /metrics over HTTPS behind TokenReview and
-	// SubjectAccessReview ("0" disables it); HealthProbeBindAddress serves
-	// /healthz and /readyz over HTTP ("0" disables it).
-	MetricsBindAddress     string
+	// Metrics serves /metrics (incluster.ServeMetrics);
+	// HealthProbeBindAddress serves /healthz and /readyz over HTTP ("0"
+	// disables it).
+	Metrics                incluster.MetricsOptions
 	HealthProbeBindAddress string
-	// MetricsInsecure serves /metrics over plain HTTP without
-	// authentication: only for tests and benchmarks on loopback.
-	MetricsInsecure bool
-	// MetricsCertDir holds tls.crt and tls.key for /metrics; empty means a
-	// self-signed certificate made at start.
-	MetricsCertDir string
 
 	// Workers is the number of concurrent reconciles per controller.
 	Workers int
@@ -92,7 +80,7 @@ func Run(ctx context.Context, o ManagerOptions, controllers ...*Controller) erro
 	if err := serveHealth(ctx, o.HealthProbeBindAddress, lock, controllers); err != nil {
 		return err
 	}
-	if err := serveMetrics(ctx, o); err != nil {
+	if err := incluster.ServeMetrics(ctx, o.Metrics, o.Config, Registry); err != nil {
 		return err
 	}
 	for term := 0; ; term++ {
@@ -277,56 +265,4 @@ func serveHealth(ctx context.Context, addr string, lock *renewLock, controllers 
 		mux.Handle(path+"/", http.StripPrefix(path, h)) // one check: /healthz/ping
 	}
 	return incluster.Serve(ctx, addr, mux)
-}
-
-// serveMetrics serves controller-runtime's registry (every kmshealth
-// series beside the workqueue, REST client and leader-election ones) on
-// /metrics: over HTTPS behind TokenReview + SubjectAccessReview (no token
-// is 401, a caller RBAC does not allow get on /metrics is 403), or, with
-// MetricsInsecure, over plain HTTP to anyone. "0" disables it.
-func serveMetrics(ctx context.Context, o ManagerOptions) error {
-	if o.MetricsBindAddress == "0" {
-		return nil
-	}
-	h := promhttp.HandlerFor(Registry, promhttp.HandlerOpts{})
-	mux := http.NewServeMux()
-	if o.MetricsInsecure {
-		mux.Handle("/metrics", h)
-		return incluster.Serve(ctx, o.MetricsBindAddress, mux)
-	}
-	httpClient, err := rest.HTTPClientFor(o.Config)
-	if err != nil {
-		return err
-	}
-	filter, err := filters.WithAuthenticationAndAuthorization(o.Config, httpClient)
-	if err != nil {
-		return fmt.Errorf("metrics authentication: %w", err)
-	}
-	if h, err = filter(klog.NewKlogr().WithName("metrics"), h); err != nil {
-		return fmt.Errorf("metrics authentication: %w", err)
-	}
-	mux.Handle("/metrics", h)
-	cert, err := metricsCertificate(o.MetricsCertDir)
-	if err != nil {
-		return err
-	}
-	return incluster.ServeTLS(ctx, o.MetricsBindAddress, mux, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
-}
-
-// metricsCertificate is tls.crt and tls.key from dir, or a self-signed
-// certificate made now when dir is empty.
-func metricsCertificate(dir string) (tls.Certificate, error) {
-	if dir != "" {
-		cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
-		if err != nil {
-			return tls.Certificate{}, fmt.Errorf("--metrics-cert-dir: %w", err)
-		}
-		return cert, nil
-	}
-	host, _ := os.Hostname()
-	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(host, nil, nil)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("self-signed certificate for /metrics: %w", err)
-	}
-	return tls.X509KeyPair(certPEM, keyPEM)
 }

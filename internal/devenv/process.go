@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -58,8 +59,11 @@ func StartReconcile(ctx context.Context, bin string, out io.Writer, token string
 
 // StartReport runs bin in report mode as one control-plane node: in its own
 // mount namespace with socketDir bind-mounted over /var/run/kmsplugin, so
-// every node keeps the production socket paths (root required). It returns
-// once /healthz answers.
+// every node keeps the production socket paths (root on Linux required: see
+// MountNamespaces). It returns once /healthz answers. /metrics is plain
+// HTTP on loopback, for the tests, the bench and the demo to scrape without
+// a token; a test that wants it secure passes --metrics-secure=true in
+// args (the last one wins).
 func StartReport(ctx context.Context, bin string, out io.Writer, socketDir string, args ...string) (*Process, error) {
 	if err := os.MkdirAll("/var/run/kmsplugin", 0o755); err != nil {
 		return nil, fmt.Errorf("mount point for the reporters' sockets: %w", err)
@@ -67,8 +71,49 @@ func StartReport(ctx context.Context, bin string, out io.Writer, socketDir strin
 	return start(ctx, out, "/healthz", func(metrics, health string) []string {
 		return append([]string{"unshare", "--mount", "--propagation", "private", "--",
 			"sh", "-c", `mount --bind "$0" /var/run/kmsplugin && exec "$@"`, socketDir,
-			bin, "report", "--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + health}, args...)
+			bin, "report", "--metrics-bind-address=" + metrics, "--metrics-secure=false", "--health-probe-bind-address=" + health}, args...)
 	})
+}
+
+// StartReportInDir runs bin in report mode as one control-plane node that
+// probes every kms-<keyID>.sock in socketDir (--socket-dir): no namespace,
+// no root, on any OS. It returns once /healthz answers.
+func StartReportInDir(ctx context.Context, bin string, out io.Writer, socketDir string, args ...string) (*Process, error) {
+	return start(ctx, out, "/healthz", func(metrics, health string) []string {
+		return append([]string{bin, "report", "--socket-dir=" + socketDir,
+			"--metrics-bind-address=" + metrics, "--metrics-secure=false", "--health-probe-bind-address=" + health}, args...)
+	})
+}
+
+// MountNamespaces reports whether StartReport can work here: Linux, root,
+// and an `unshare --mount` that may bind-mount (a container without
+// CAP_SYS_ADMIN is root but may not). When it cannot, why says what is
+// missing, in words that fit "<why>, so no mount namespaces".
+func MountNamespaces(ctx context.Context) (ok bool, why string) {
+	if runtime.GOOS != "linux" {
+		return false, "not Linux (" + runtime.GOOS + ")"
+	}
+	if uid := os.Geteuid(); uid != 0 {
+		return false, fmt.Sprintf("not root (uid %d)", uid)
+	}
+	if _, err := exec.LookPath("unshare"); err != nil {
+		return false, "unshare not found in PATH"
+	}
+	// The probe binds a scratch directory over itself inside a private
+	// namespace: the mount ends with the process and touches nothing else.
+	dir, err := os.MkdirTemp("", "kmsh-ns-")
+	if err != nil {
+		return false, err.Error()
+	}
+	defer func() { _ = os.Remove(dir) }()
+	out, err := exec.CommandContext(ctx, "unshare", "--mount", "--propagation", "private", "--", "mount", "--bind", dir, dir).CombinedOutput()
+	if err != nil {
+		if msg := strings.TrimSpace(string(out)); msg != "" {
+			return false, fmt.Sprintf("unshare --mount failed (%s)", msg)
+		}
+		return false, fmt.Sprintf("unshare --mount failed (%v)", err)
+	}
+	return true, ""
 }
 
 func start(ctx context.Context, out io.Writer, readyPath string, argv func(metrics, health string) []string) (*Process, error) {
@@ -111,9 +156,10 @@ func start(ctx context.Context, out io.Writer, readyPath string, argv func(metri
 }
 
 // StartCommand starts cmd as a Process, without waiting for it to be
-// ready; Stop ends it. The process never outlives whoever started it.
+// ready; Stop ends it. On Linux the process never outlives whoever started
+// it (see ChildAttr).
 func StartCommand(cmd *exec.Cmd) (*Process, error) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = ChildAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

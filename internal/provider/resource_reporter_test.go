@@ -54,7 +54,7 @@ func defaultReporterWant() reporterWant {
 	return reporterWant{
 		image: install.DefaultImage("test"),
 		args: []string{"report", "--interval=30s", "--read-timeout=5s", "--write-timeout=10s", "--target=kmshealth.io/v1alpha1/kmshealths/cluster",
-			"--health-probe-bind-address=:8082", "--socket-dir=/var/run/kmsplugin"},
+			"--health-probe-bind-address=:8082", "--metrics-bind-address=:8444", "--socket-dir=/var/run/kmsplugin"},
 		socketDir:     "/var/run/kmsplugin",
 		nodeSelector:  map[string]string{"node-role.kubernetes.io/control-plane": ""},
 		tolerations:   []corev1.Toleration{{Key: "node-role.kubernetes.io/control-plane", Operator: "Exists", Effect: "NoSchedule"}},
@@ -527,14 +527,14 @@ read_timeout = "2s"`)
 	want := reporterWant{
 		image: install.DefaultImage("test"),
 		args: []string{"report", "--interval=30s", "--read-timeout=5s", "--write-timeout=10s", "--target=" + target.String(),
-			"--health-probe-bind-address=:8082", "--kms-socket=unix:///var/run/kmsplugin/kms-1.sock", "--kms-socket=unix:///var/run/kmsplugin/kms-2.sock"},
+			"--health-probe-bind-address=:8082", "--metrics-bind-address=:8444", "--kms-socket=unix:///var/run/kmsplugin/kms-1.sock", "--kms-socket=unix:///var/run/kmsplugin/kms-2.sock"},
 		socketDir: "/var/run/kmsplugin", runAsUser: 65532, runAsGroup: 65532,
 		nodeSelector: map[string]string{"kms": "yes"},
 		tolerations:  []corev1.Toleration{{Operator: "Exists"}, {Key: "dedicated", Value: "kms", Effect: "NoExecute", TolerationSeconds: &seconds}},
 	}
 	wantSecond := want
 	wantSecond.args = []string{"report", "--interval=1m0s", "--read-timeout=2s", "--write-timeout=10s", "--target=" + target.String(),
-		"--health-probe-bind-address=:8082", "--kms-socket=unix:///var/run/kmsplugin/kms-2.sock", "--kms-socket=unix:///var/run/kmsplugin/kms-3.sock"}
+		"--health-probe-bind-address=:8082", "--metrics-bind-address=:8444", "--kms-socket=unix:///var/run/kmsplugin/kms-2.sock", "--kms-socket=unix:///var/run/kmsplugin/kms-3.sock"}
 	other := target
 	other.Name = "other"
 	denied := append(deniedToReporter(ns, target), statusPatch(other))
@@ -850,7 +850,7 @@ func TestAccReporter_shortInterval(t *testing.T) {
 	name := reporterinstall.DefaultName
 	want := defaultReporterWant()
 	want.args = []string{"report", "--interval=5s", "--read-timeout=1.25s", "--write-timeout=2.5s", "--target=kmshealth.io/v1alpha1/kmshealths/cluster",
-		"--health-probe-bind-address=:8082", "--socket-dir=/var/run/kmsplugin"}
+		"--health-probe-bind-address=:8082", "--metrics-bind-address=:8444", "--socket-dir=/var/run/kmsplugin"}
 	config := reporterConfig(fmt.Sprintf("namespace = %q\nprobe_interval = \"5s\"", ns))
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6,

@@ -31,14 +31,10 @@ type Options struct {
 	RenewDeadline          time.Duration
 	RetryPeriod            time.Duration
 	Identity               string
-	MetricsBindAddress     string
+	Metrics                incluster.MetricsOptions
 	HealthProbeBindAddress string
-	// MetricsSecure serves /metrics over HTTPS behind TokenReview and
-	// SubjectAccessReview; off serves plain HTTP to anyone (local debugging).
-	MetricsSecure  bool
-	MetricsCertDir string
-	FieldManager   string
-	Workers        int
+	FieldManager           string
+	Workers                int
 	// RecordConfigMap names the ConfigMap in Namespace that records what
 	// the reconciler keeps (kmshealth_reconciler writes it); "" keeps no
 	// caBundle.
@@ -77,9 +73,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader retries renewing before it steps down")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "interval between leader-election attempts")
 	fs.StringVar(&o.Identity, "leader-elect-identity", host+"_"+fmt.Sprint(os.Getpid()), "this replica's identity in the Lease")
-	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8443", `address for /metrics; "0" disables it`)
-	fs.BoolVar(&o.MetricsSecure, "metrics-secure", true, "serve /metrics over HTTPS to callers whose token may get the /metrics non-resource URL (TokenReview + SubjectAccessReview); false serves plain HTTP to anyone, for local debugging only")
-	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "", "directory with tls.crt and tls.key for /metrics; empty means a self-signed certificate made at start")
+	o.Metrics.AddFlags(fs, ":8443")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", `address for /healthz and /readyz; "0" disables it`)
 	fs.StringVar(&o.FieldManager, "field-manager", cabundle.DefaultFieldManager, "server-side apply field manager; must match the provider's")
 	fs.IntVar(&o.Workers, "workers", 2, "concurrent reconciles")
@@ -114,7 +108,7 @@ func (o *Options) Validate() error {
 			errs = append(errs, errors.New("--leader-elect-identity: must not be empty"))
 		}
 	}
-	for flagName, addr := range map[string]string{"metrics-bind-address": o.MetricsBindAddress, "health-probe-bind-address": o.HealthProbeBindAddress} {
+	for flagName, addr := range map[string]string{"metrics-bind-address": o.Metrics.BindAddress, "health-probe-bind-address": o.HealthProbeBindAddress} {
 		if err := incluster.ValidateBindAddress(flagName, addr); err != nil {
 			errs = append(errs, err)
 		}

@@ -24,7 +24,7 @@ func TestOptionsValidate(t *testing.T) {
 		wantErr []string // substrings, each naming the flag
 	}{
 		{name: "defaults are valid", mutate: func(*Options) {}},
-		{name: "metrics disabled", mutate: func(o *Options) { o.MetricsBindAddress = "0" }},
+		{name: "metrics disabled", mutate: func(o *Options) { o.Metrics.BindAddress = "0" }},
 		{name: "bad namespace", mutate: func(o *Options) { o.Namespace = "Not_OK" }, wantErr: []string{`--namespace="Not_OK"`}},
 		{name: "namespace ignored without leader election or record", mutate: func(o *Options) { o.Namespace = "Not_OK"; o.LeaderElect = false; o.RecordConfigMap = "" }},
 		{name: "namespace holds the record", mutate: func(o *Options) { o.Namespace = "Not_OK"; o.LeaderElect = false }, wantErr: []string{`--namespace="Not_OK"`}},
@@ -37,7 +37,7 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "empty field manager", mutate: func(o *Options) { o.FieldManager = "" }, wantErr: []string{`--field-manager=""`}},
 		{
 			name:    "every problem at once",
-			mutate:  func(o *Options) { o.Workers, o.FieldManager, o.MetricsBindAddress = 0, "", "x" },
+			mutate:  func(o *Options) { o.Workers, o.FieldManager, o.Metrics.BindAddress = 0, "", "x" },
 			wantErr: []string{"--workers=0", `--field-manager=""`, `--metrics-bind-address="x"`},
 		},
 	}

@@ -3,22 +3,18 @@ package reconciler
 import (
 	"bytes"
 	"context"
-	"net/http"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
 )
 
 const (
@@ -299,56 +295,5 @@ func TestReconcileRestoresRecreatedAPIService(t *testing.T) {
 // is 200.
 func TestReconcileMetricsNeedToken(t *testing.T) {
 	p := startReconciler(t, "--leader-elect=false")
-	ctx := context.Background()
-	core := env.Clientset()
-	token := func(sa string) string {
-		if _, err := core.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = core.CoreV1().ServiceAccounts("default").Delete(ctx, sa, metav1.DeleteOptions{}) })
-		tr, err := core.CoreV1().ServiceAccounts("default").CreateToken(ctx, sa, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tr.Status.Token
-	}
-	denied, allowed := token("metrics-denied"), token("metrics-reader")
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "test-metrics-reader"},
-		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "test-metrics-reader"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "default", Name: "metrics-reader"}}}
-	if _, err := core.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := core.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = core.RbacV1().ClusterRoleBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{})
-		_ = core.RbacV1().ClusterRoles().Delete(ctx, role.Name, metav1.DeleteOptions{})
-	})
-	if !strings.HasPrefix(p.MetricsURL, "https://") {
-		t.Fatalf("metrics served at %s, want HTTPS", p.MetricsURL)
-	}
-	for _, tt := range []struct {
-		who   string
-		token string
-		want  int
-	}{
-		{"no token", "", http.StatusUnauthorized},
-		{"a ServiceAccount without access", denied, http.StatusForbidden},
-		{"a ServiceAccount allowed get on /metrics", allowed, http.StatusOK},
-	} {
-		code, body, err := devenv.Scrape(p.MetricsURL, tt.token)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if code != tt.want {
-			t.Errorf("%s: %d, want %d (%.100s)", tt.who, code, tt.want, body)
-		}
-		if code == http.StatusOK && !strings.Contains(string(body), "workqueue_depth") {
-			t.Errorf("%s: the standard workqueue metrics are missing", tt.who)
-		}
-	}
+	testenv.MetricsAccess(t, env.Clientset(), p.MetricsURL, "reconciler-metrics", "workqueue_depth")
 }

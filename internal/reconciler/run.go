@@ -109,9 +109,7 @@ func Run(ctx context.Context, o Options, version string) error {
 		LeaseDuration:          o.LeaseDuration,
 		RenewDeadline:          o.RenewDeadline,
 		RetryPeriod:            o.RetryPeriod,
-		MetricsBindAddress:     o.MetricsBindAddress,
-		MetricsInsecure:        !o.MetricsSecure,
-		MetricsCertDir:         o.MetricsCertDir,
+		Metrics:                o.Metrics,
 		HealthProbeBindAddress: o.HealthProbeBindAddress,
 		Workers:                o.Workers,
 	}, controllers...)

@@ -72,7 +72,7 @@ func TestArgsParseWithTheReconcilersOwnFlags(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatalf("reconcile's Validate rejects %q: %v", expanded, err)
 	}
-	if o.Namespace != "kmshealth-system" || !o.LeaderElect || o.MetricsBindAddress != ":8443" || o.HealthProbeBindAddress != ":8081" || o.Kubeconfig != "" {
+	if o.Namespace != "kmshealth-system" || !o.LeaderElect || o.Metrics.BindAddress != ":8443" || o.HealthProbeBindAddress != ":8081" || o.Kubeconfig != "" {
 		t.Errorf("parsed options %+v", o)
 	}
 	if o.LeaseName != LeaseName {
@@ -370,7 +370,8 @@ func TestLiveConfig(t *testing.T) {
 	c.KMSMaxStaleness = 4 * time.Minute
 	got := liveFrom(t, c).Config()
 	want := c
-	want.MemoryLimit = "512Mi" // canonical form
+	want.MemoryLimit = "512Mi"      // canonical form
+	want.FieldManager = "kmshealth" // the default, spelt out in the args
 	if !install.SameJSON(got, want) {
 		t.Errorf("Config() = %+v\nwant %+v", got, want)
 	}

@@ -28,7 +28,7 @@ type Options struct {
 	WriteTimeout           time.Duration
 	Target                 string
 	HealthProbeBindAddress string
-	MetricsBindAddress     string
+	Metrics                incluster.MetricsOptions
 }
 
 // AddFlags registers the flags on fs, with defaults.
@@ -42,7 +42,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.WriteTimeout, "write-timeout", 0, "timeout of each condition write, a write that misses it is dropped; 0 follows --interval (10s at the default 30s, half a shorter interval)")
 	fs.StringVar(&o.Target, "target", kmshealth.DefaultTarget().String(), "group/version/resource/name of the cluster-scoped object whose status.conditions receive the report")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8082", `address for /healthz; "0" disables it`)
-	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", "0", `address for /metrics; "0" disables it`)
+	o.Metrics.AddFlags(fs, "0")
 }
 
 // Validate reports every bad flag at once, each naming the flag.
@@ -74,7 +74,7 @@ func (o *Options) Validate() error {
 	if _, err := kmshealth.ParseTarget(o.Target); err != nil {
 		errs = append(errs, fmt.Errorf("--target: %w", err))
 	}
-	for flagName, addr := range map[string]string{"health-probe-bind-address": o.HealthProbeBindAddress, "metrics-bind-address": o.MetricsBindAddress} {
+	for flagName, addr := range map[string]string{"health-probe-bind-address": o.HealthProbeBindAddress, "metrics-bind-address": o.Metrics.BindAddress} {
 		if err := incluster.ValidateBindAddress(flagName, addr); err != nil {
 			errs = append(errs, err)
 		}

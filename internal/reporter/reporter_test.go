@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -314,4 +316,32 @@ func TestReportersAndAggregator(t *testing.T) {
 			t.Errorf("dropped writes during the outage: %v (%v), want at least 1", dropped, err)
 		}
 	})
+}
+
+// TestReporterMetricsNeedToken: the reporter's /metrics, as the installer
+// turns it on, is served over HTTPS only to callers whose RBAC allows it.
+func TestReporterMetricsNeedToken(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	plugin, err := kmstest.Start(filepath.Join(dir, "kms-1.sock"), "k-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plugin.Stop()
+	var log devenv.SyncBuffer
+	p, err := devenv.StartReport(ctx, binary, &log, dir, "--kubeconfig="+env.Kubeconfig, "--node-name=metrics-1",
+		"--kms-socket=unix:///var/run/kmsplugin/kms-1.sock", "--metrics-secure=true") // the last --metrics-secure wins
+	if err != nil {
+		t.Fatalf("start reporter: %v\n%s", err, log.String())
+	}
+	defer p.Stop()
+	url := strings.Replace(p.MetricsURL, "http://", "https://", 1)
+	// /metrics listens right after /healthz, which StartReport waited for.
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		_, _, err := devenv.Scrape(url, "")
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("/metrics not served over HTTPS: %v\n%s", err, log.String())
+	}
+	testenv.MetricsAccess(t, env.Clientset(), url, "reporter-metrics", "kmshealth_reporter_")
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
@@ -90,9 +89,7 @@ func Run(ctx context.Context, o Options, version string, log klog.Logger) error 
 	if err := incluster.Serve(ctx, o.HealthProbeBindAddress, health); err != nil {
 		return err
 	}
-	metricsMux := http.NewServeMux()
-	metricsMux.Handle("/metrics", promhttp.HandlerFor(r.metrics.registry, promhttp.HandlerOpts{}))
-	if err := incluster.Serve(ctx, o.MetricsBindAddress, metricsMux); err != nil {
+	if err := incluster.ServeMetrics(ctx, o.Metrics, cfg, r.metrics.registry); err != nil {
 		return err
 	}
 	log.Info("Started", "target", r.target.String(), "interval", o.Interval.String(), "sockets", o.Sockets, "socketDir", o.SocketDir)

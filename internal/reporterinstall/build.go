@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"maps"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -80,9 +83,9 @@ func BuildServiceAccount(c Config) *corev1ac.ServiceAccountApplyConfiguration {
 		WithAutomountServiceAccountToken(false)
 }
 
-// Rule is the reporter's one permission: server-side apply (a PATCH) of
-// the status subresource of the one target object. Not get, not update,
-// not the object itself, nothing else.
+// Rule is the reporter's one permission on the cluster's state:
+// server-side apply (a PATCH) of the status subresource of the one target
+// object. Not get, not update, not the object itself.
 func Rule(t kmshealth.Target) *rbacv1ac.PolicyRuleApplyConfiguration {
 	return rbacv1ac.PolicyRule().
 		WithAPIGroups(t.Group).
@@ -91,12 +94,15 @@ func Rule(t kmshealth.Target) *rbacv1ac.PolicyRuleApplyConfiguration {
 		WithVerbs("patch")
 }
 
-// BuildClusterRole holds Rule and nothing else. It is cluster-wide because
-// the target is a cluster-scoped object.
+// BuildClusterRole holds Rule, and the reviews that authenticate and
+// authorize callers of /metrics (what system:auth-delegator grants). It is
+// cluster-wide because the target is a cluster-scoped object.
 func BuildClusterRole(c Config) *rbacv1ac.ClusterRoleApplyConfiguration {
 	return rbacv1ac.ClusterRole(c.ClusterRoleName()).
 		WithLabels(c.Labels(ComponentReporter)).
-		WithRules(Rule(c.Target))
+		WithRules(Rule(c.Target),
+			rbacv1ac.PolicyRule().WithAPIGroups(authenticationv1.GroupName).WithResources("tokenreviews").WithVerbs("create"),
+			rbacv1ac.PolicyRule().WithAPIGroups(authorizationv1.GroupName).WithResources("subjectaccessreviews").WithVerbs("create"))
 }
 
 // BuildClusterRoleBinding binds the ClusterRole to the ServiceAccount.
@@ -135,6 +141,7 @@ func (c Config) Args() []string {
 		"--write-timeout=" + c.WriteTimeout.String(),
 		"--target=" + c.Target.String(),
 		fmt.Sprintf("--health-probe-bind-address=:%d", HealthPort),
+		fmt.Sprintf("--metrics-bind-address=:%d", MetricsPort),
 	}
 	if len(c.Sockets) == 0 {
 		return append(args, "--socket-dir="+c.SocketDir)
@@ -195,7 +202,8 @@ func BuildDaemonSet(c Config) *appsv1ac.DaemonSetApplyConfiguration {
 		WithImage(c.Image).
 		WithArgs(c.Args()...).
 		WithEnv(corev1ac.EnvVar().WithName(nodeNameEnv).WithValueFrom(corev1ac.EnvVarSource().WithFieldRef(install.FieldRef("spec.nodeName")))).
-		WithPorts(corev1ac.ContainerPort().WithName(healthPortName).WithContainerPort(HealthPort).WithProtocol(corev1.ProtocolTCP)).
+		WithPorts(corev1ac.ContainerPort().WithName(healthPortName).WithContainerPort(HealthPort).WithProtocol(corev1.ProtocolTCP),
+			corev1ac.ContainerPort().WithName(metricsPortName).WithContainerPort(MetricsPort).WithProtocol(corev1.ProtocolTCP)).
 		WithLivenessProbe(corev1ac.Probe().WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/healthz").WithPort(intstr.FromString(healthPortName)))).
 		WithVolumeMounts(
 			corev1ac.VolumeMount().WithName(socketsVolume).WithMountPath(dir).WithReadOnly(true),

@@ -88,7 +88,7 @@ func TestArgsParseWithTheReportersOwnFlags(t *testing.T) {
 		t.Errorf("args %q, want them to end with %q", args, want)
 	}
 	if got := testConfig().Args(); !slices.Equal(got, []string{"report", "--interval=30s", "--read-timeout=5s", "--write-timeout=10s",
-		"--target=kmshealth.io/v1alpha1/kmshealths/cluster", "--health-probe-bind-address=:8082", "--socket-dir=/var/run/kmsplugin"}) {
+		"--target=kmshealth.io/v1alpha1/kmshealths/cluster", "--health-probe-bind-address=:8082", "--metrics-bind-address=:8444", "--socket-dir=/var/run/kmsplugin"}) {
 		t.Errorf("default args %q", got)
 	}
 }
@@ -162,7 +162,8 @@ func TestBuildDaemonSet(t *testing.T) {
 	if p := ct.LivenessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" || p.HTTPGet.Port.String() != "health" {
 		t.Errorf("liveness probe %+v", p)
 	}
-	if len(ct.Ports) != 1 || ct.Ports[0].ContainerPort != 8082 || ct.Ports[0].Name != "health" {
+	if len(ct.Ports) != 2 || ct.Ports[0].ContainerPort != 8082 || ct.Ports[0].Name != "health" ||
+		ct.Ports[1].ContainerPort != MetricsPort || ct.Ports[1].Name != "metrics" || !slices.Contains(ct.Args, "--metrics-bind-address=:8444") {
 		t.Errorf("ports %+v", ct.Ports)
 	}
 	sc := ct.SecurityContext
@@ -208,13 +209,18 @@ func TestBuildDaemonSet(t *testing.T) {
 }
 
 // TestBuildClusterRoleHasOneRule: patch of the target's status, by name,
-// and nothing else.
+// and nothing else of the cluster's state; beside it only the reviews
+// that authenticate and authorize /metrics callers.
 func TestBuildClusterRoleHasOneRule(t *testing.T) {
 	for _, c := range []Config{testConfig(), socketsConfig()} {
 		cr := roundTrip[rbacv1.ClusterRole](t, BuildClusterRole(c))
 		want := []rbacv1.PolicyRule{{
 			APIGroups: []string{c.Target.Group}, Resources: []string{c.Target.Resource + "/status"},
 			ResourceNames: []string{c.Target.Name}, Verbs: []string{"patch"},
+		}, {
+			APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"},
+		}, {
+			APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"},
 		}}
 		if !reflect.DeepEqual(cr.Rules, want) || cr.AggregationRule != nil {
 			t.Errorf("ClusterRole %s rules %+v, want %+v", cr.Name, cr.Rules, want)

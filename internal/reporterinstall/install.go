@@ -31,6 +31,10 @@ const (
 	// HealthPort serves /healthz (the report mode's default
 	// --health-probe-bind-address).
 	HealthPort = 8082
+	// MetricsPort serves /metrics over HTTPS to callers whose RBAC allows
+	// get on the /metrics non-resource URL (TokenReview +
+	// SubjectAccessReview), as the reconciler's does.
+	MetricsPort = 8444
 	// DefaultPriorityClassName keeps the reporter scheduled on a full node:
 	// it is as important as the node's other agents.
 	DefaultPriorityClassName = "system-node-critical"
@@ -59,6 +63,7 @@ const (
 	clusterRolePrefix  = "kmshealth-reporter:"
 	nodeNameEnv        = "NODE_NAME"
 	healthPortName     = "health"
+	metricsPortName    = "metrics"
 	socketsVolume      = "kms-sockets"
 )
 

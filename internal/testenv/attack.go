@@ -3,17 +3,21 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
 )
 
 // Attack helpers: tokens of a ServiceAccount bound to a pod on a node, as
@@ -111,4 +115,60 @@ func ServiceAccountToken(t testing.TB, core kubernetes.Interface, namespace, sa 
 		t.Fatalf("token for %s/%s: %v", namespace, sa, err)
 	}
 	return tr.Status.Token
+}
+
+// MetricsAccess checks who may scrape url, a mode's /metrics: no token is
+// 401, a ServiceAccount whose RBAC does not allow get on the /metrics
+// non-resource URL is 403, and one that is allowed gets 200 and a body with
+// series. The ServiceAccounts, ClusterRole and binding it makes (named
+// after prefix) are deleted when the test ends.
+func MetricsAccess(t *testing.T, core kubernetes.Interface, url, prefix, series string) {
+	t.Helper()
+	ctx := context.Background()
+	token := func(sa string) string {
+		if _, err := core.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = core.CoreV1().ServiceAccounts("default").Delete(ctx, sa, metav1.DeleteOptions{}) })
+		return ServiceAccountToken(t, core, "default", sa)
+	}
+	denied, allowed := token(prefix+"-denied"), token(prefix+"-reader")
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-reader"},
+		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-reader"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "default", Name: prefix + "-reader"}}}
+	if _, err := core.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := core.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = core.RbacV1().ClusterRoleBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{})
+		_ = core.RbacV1().ClusterRoles().Delete(ctx, role.Name, metav1.DeleteOptions{})
+	})
+	if !strings.HasPrefix(url, "https://") {
+		t.Fatalf("metrics served at %s, want HTTPS", url)
+	}
+	for _, tt := range []struct {
+		who   string
+		token string
+		want  int
+	}{
+		{"no token", "", http.StatusUnauthorized},
+		{"a ServiceAccount without access", denied, http.StatusForbidden},
+		{"a ServiceAccount allowed get on /metrics", allowed, http.StatusOK},
+	} {
+		code, body, err := devenv.Scrape(url, tt.token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code != tt.want {
+			t.Errorf("%s: %d, want %d (%.100s)", tt.who, code, tt.want, body)
+		}
+		if code == http.StatusOK && !strings.Contains(string(body), series) {
+			t.Errorf("%s: the series %s is missing", tt.who, series)
+		}
+	}
 }
