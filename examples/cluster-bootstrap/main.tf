@@ -38,10 +38,11 @@ resource "kmshealth_apiservice_cabundle" "this" {
 # own). It may read exactly the source object above and patch exactly that
 # APIService (RBAC resourceNames), and nothing else.
 resource "kmshealth_reconciler" "this" {
-  namespace         = var.reconciler_namespace
-  create_namespace  = var.create_reconciler_namespace
-  ca_bundles        = { (kmshealth_apiservice_cabundle.this.apiservice_name) = kmshealth_apiservice_cabundle.this.ca_bundle_source }
-  image             = var.reconciler_image
+  namespace        = var.reconciler_namespace
+  create_namespace = var.create_reconciler_namespace
+  ca_bundles       = { (kmshealth_apiservice_cabundle.this.apiservice_name) = kmshealth_apiservice_cabundle.this.ca_bundle_source }
+  image            = var.reconciler_image
+  wait_for_rollout = var.wait_for_rollout
 
   # The KMS health aggregator rolls up what the reporter below writes.
   kms_target        = kmshealth_reporter.this.target
@@ -53,8 +54,9 @@ resource "kmshealth_reconciler" "this" {
 # object "cluster"; the reconciler above rolls them up into
 # KMSPluginsDegraded (kubectl get kmshealths).
 resource "kmshealth_reporter" "this" {
-  namespace   = var.reporter_namespace
-  kms_sockets = var.kms_sockets
+  namespace        = var.reporter_namespace
+  kms_sockets      = var.kms_sockets
+  wait_for_rollout = var.wait_for_rollout
 }
 
 # Read back by Terraform: per node and per plugin health, and whether every

@@ -77,3 +77,9 @@ variable "rotate_kek_to" {
   type        = string
   default     = null
 }
+
+variable "wait_for_rollout" {
+  description = "Wait until the reconciler's and the reporters' pods run, failing at once with a pod's own reason when one cannot start. Set false where no node can run them yet (e.g. while the control plane is being bootstrapped)."
+  type        = bool
+  default     = true
+}

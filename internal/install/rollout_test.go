@@ -81,3 +81,54 @@ func TestDaemonSetRollout(t *testing.T) {
 		}
 	}
 }
+
+// TestPodStuck: the reasons a pod cannot start without someone fixing
+// something end a wait, each with its fix; a pod on its way does not.
+func TestPodStuck(t *testing.T) {
+	waiting := func(reason string) corev1.PodStatus {
+		return corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{
+			Name: "c", Image: "img:v1", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: "m"}}}}}
+	}
+	crash := waiting("CrashLoopBackOff")
+	crash.ContainerStatuses[0].RestartCount = 4
+	crash.ContainerStatuses[0].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error", Message: "bad flag\n"}
+	unschedulable := corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{
+		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes are available"}}}
+	initPull := corev1.PodStatus{Phase: corev1.PodPending, InitContainerStatuses: waiting("ImagePullBackOff").ContainerStatuses}
+	tests := []struct {
+		name      string
+		status    corev1.PodStatus
+		reason    string // "" = not stuck
+		detail    string
+		wantState string
+	}{
+		{"pulling", waiting("ContainerCreating"), "", "", "Pending (container c: ContainerCreating)"},
+		{"running", corev1.PodStatus{Phase: corev1.PodRunning}, "", "", "Running"},
+		{"image not found", waiting("ErrImagePull"), "ErrImagePull", "image img:v1: m", ""},
+		{"pull back-off", waiting("ImagePullBackOff"), "ImagePullBackOff", "pull secret", ""},
+		{"init container pull back-off", initPull, "ImagePullBackOff", "image img:v1", ""},
+		{"bad image name", waiting("InvalidImageName"), "InvalidImageName", "image name", ""},
+		{"config error", waiting("CreateContainerConfigError"), "CreateContainerConfigError", "kubectl describe pod", ""},
+		{"crash loop", crash, "CrashLoopBackOff", "restarted 4 times, last exit code 2 (Error) bad flag. Read why it exits: kubectl logs -n ns p -c c --previous", ""},
+		{"unschedulable", unschedulable, "Unschedulable", "0/3 nodes are available. No node can take it", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Status: tt.status}
+			stuck, state := PodStuck(pod)
+			switch {
+			case tt.reason == "" && stuck != nil:
+				t.Errorf("stuck (%v), want on its way", stuck)
+			case tt.reason == "" && state != tt.wantState:
+				t.Errorf("state %q, want %q", state, tt.wantState)
+			case tt.reason != "" && stuck == nil:
+				t.Errorf("not stuck (state %q), want %s", state, tt.reason)
+			case tt.reason != "":
+				stuck.Workload = ID{Kind: Deployments, Namespace: "ns", Name: "w"}
+				if msg := stuck.Error(); stuck.Reason != tt.reason || !strings.Contains(msg, "pod p is "+tt.reason) || !strings.Contains(msg, tt.detail) {
+					t.Errorf("%q (reason %s), want reason %s and %q", msg, stuck.Reason, tt.reason, tt.detail)
+				}
+			}
+		})
+	}
+}

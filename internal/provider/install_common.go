@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -76,22 +79,50 @@ func objectsInSync(diags *diag.Diagnostics, m installedMode, invalid error, drif
 	return types.BoolValue(len(found) == 0)
 }
 
+// waitForRolloutAttribute is wait_for_rollout of an installed mode.
+func waitForRolloutAttribute(workload, done string) schema.BoolAttribute {
+	return schema.BoolAttribute{
+		Optional: true, Computed: true,
+		Default: booldefault.StaticBool(true),
+		MarkdownDescription: "After create and update, watch the " + workload + " until " + done + ", bounded by `timeouts`, logging " +
+			"where it stands at least every 10 s (`TF_LOG=INFO`). A pod that cannot start — an image that cannot be pulled, a crash " +
+			"loop, no node that can take it — fails the apply at once with the pod's own reason and what to do. Default `true`; set " +
+			"`false` where no node can run the pods yet (e.g. while bootstrapping a control plane): the apply then returns once the " +
+			"objects are written.",
+	}
+}
+
+// waitForRollout runs wait (a mode's WaitForRollout) within timeout,
+// logging its progress, and reports a rollout that did not finish.
+func (m installedMode) waitForRollout(ctx context.Context, timeout time.Duration, diags *diag.Diagnostics,
+	wait func(ctx context.Context, progress func(string)) error,
+) {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	progress := func(p string) {
+		tflog.Info(ctx, "Waiting for the "+m.name+" "+m.workload+" to roll out", map[string]any{"progress": p})
+	}
+	if err := wait(wctx, progress); err != nil {
+		diags.AddError(m.title+" not rolled out", err.Error())
+	}
+}
+
 // applyFailed reports a failed Apply: a foreign object at the attribute
 // that can fix it (foreignAttr), a refusal as such, and a write that
 // failed half-way with what to do next, marking the objects out of sync.
 // It reports whether anything may have been written, i.e. whether the
 // state must record the installation.
-func (m installedMode) applyFailed(diags *diag.Diagnostics, err error, foreignAttr func(*install.ForeignError) path.Path, inSync *types.Bool) bool {
+func (m installedMode) applyFailed(diags *diag.Diagnostics, clients *Clients, err error, foreignAttr func(*install.ForeignError) path.Path, inSync *types.Bool) bool {
 	var foreign *install.ForeignError
 	refused := errors.Is(err, install.ErrRefused)
 	switch {
 	case errors.As(err, &foreign):
 		diags.AddAttributeError(foreignAttr(foreign), "Object not managed by kmshealth", err.Error())
 	case refused:
-		diags.AddError("Cannot install the "+m.name, err.Error())
+		clients.addAPIError(diags, apiRequest{Summary: "Cannot install the " + m.name}, err)
 	default:
-		diags.AddError(m.title+" installed only in part", err.Error()+
-			"\n\nThe objects written so far are recorded; fix the cause and apply again, or destroy to remove them.")
+		clients.addAPIError(diags, apiRequest{Summary: m.title + " installed only in part",
+			Hint: "The objects written so far are recorded; fix the cause and apply again, or destroy to remove them."}, err)
 	}
 	if refused {
 		return false

@@ -420,23 +420,31 @@ func TestAccAPIServiceCABundle_emptyProviderConfig(t *testing.T) {
 // TestAccAPIServiceCABundle_unreachable: a kubeconfig whose server refuses
 // connections makes apply say that the server is unreachable, which
 // address and which setting chose it, not "APIService not found".
-func TestAccAPIServiceCABundle_unreachable(t *testing.T) {
+// refusedKubeconfig writes a kubeconfig whose server refuses connections
+// and returns its path, the provider block that uses it, and the address.
+func refusedKubeconfig(t *testing.T) (kubeconfig, providerBlock, addr string) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
+	addr = l.Addr().String()
 	_ = l.Close() // nothing listens there now
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["refused"] = &clientcmdapi.Cluster{Server: "https://" + addr, CertificateAuthorityData: env.CAPEM}
 	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: env.Token}
 	cfg.Contexts["refused"] = &clientcmdapi.Context{Cluster: "refused", AuthInfo: "admin"}
 	cfg.CurrentContext = "refused"
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	kubeconfig = filepath.Join(t.TempDir(), "kubeconfig")
 	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	config := fmt.Sprintf("provider \"kmshealth\" {\n  config_path = %q\n}\n", kubeconfig) + fmt.Sprintf(`
+	return kubeconfig, fmt.Sprintf("provider \"kmshealth\" {\n  config_path = %q\n}\n", kubeconfig), addr
+}
+
+func TestAccAPIServiceCABundle_unreachable(t *testing.T) {
+	kubeconfig, provider, addr := refusedKubeconfig(t)
+	config := provider + fmt.Sprintf(`
 resource "kmshealth_apiservice_cabundle" "test" {
   apiservice_name = "v1.refused.example.com"
   ca_bundle       = %q

@@ -26,7 +26,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
@@ -216,16 +215,10 @@ func (r *reconcilerResource) Schema(ctx context.Context, _ resource.SchemaReques
 					"` for the reporter's default 30s.",
 				Validators: []validator.String{goDuration{min: time.Second}},
 			},
-			"cpu_request":    cpuRequest,
-			"memory_request": memoryRequest,
-			"memory_limit":   memoryLimit,
-			"wait_for_rollout": schema.BoolAttribute{
-				Optional: true, Computed: true,
-				Default: booldefault.StaticBool(false),
-				MarkdownDescription: "After create and update, watch the Deployment until every replica is updated and available, " +
-					"bounded by `timeouts`. Default `false`: the apply returns once the objects are written (there may be no " +
-					"node to run the pods yet, e.g. while bootstrapping a control plane).",
-			},
+			"cpu_request":      cpuRequest,
+			"memory_request":   memoryRequest,
+			"memory_limit":     memoryLimit,
+			"wait_for_rollout": waitForRolloutAttribute("Deployment", "every replica is updated and available"),
 			"service_account": schema.StringAttribute{
 				Computed:            true,
 				MarkdownDescription: "Name of the reconciler's ServiceAccount in `namespace`; its user is `system:serviceaccount:<namespace>:<service_account>`.",
@@ -248,7 +241,7 @@ func (r *reconcilerResource) Schema(ctx context.Context, _ resource.SchemaReques
 			},
 		},
 		Blocks: map[string]schema.Block{
-			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true}),
+			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		},
 	}
 }
@@ -358,7 +351,7 @@ func (r *reconcilerResource) Read(ctx context.Context, req resource.ReadRequest,
 	ns, name := state.Namespace.ValueString(), state.Name.ValueString()
 	live, err := reconcilerinstall.Observe(ctx, cl, ns, name)
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read the reconciler installation", err.Error())
+		r.clients.addAPIError(&resp.Diagnostics, apiRequest{Summary: "Cannot read the reconciler installation", Verb: "get"}, err)
 		return
 	}
 	importing := state.Image.IsNull()
@@ -377,7 +370,7 @@ func (r *reconcilerResource) Read(ctx context.Context, req resource.ReadRequest,
 		}
 	} else {
 		state.CreateNamespace = types.BoolValue(got.CreateNamespace)
-		state.WaitForRollout = types.BoolValue(false)
+		state.WaitForRollout = types.BoolValue(true) // the default: nothing in the cluster says otherwise
 		state.AdmissionPolicy = types.BoolValue(got.AdmissionPolicy)
 		state.AdmissionPolicyEnforced = types.BoolValue(got.AdmissionPolicy)
 	}
@@ -445,17 +438,12 @@ func (r *reconcilerResource) write(ctx context.Context, plan *reconcilerModel, t
 	plan.setNames()
 	plan.ObjectsInSync = types.BoolValue(true)
 	if err := reconcilerinstall.Apply(ctx, cl, c); err != nil {
-		return reconcilerMode.applyFailed(diags, err, func(*install.ForeignError) path.Path { return path.Root("name") }, &plan.ObjectsInSync)
+		return reconcilerMode.applyFailed(diags, r.clients, err, func(*install.ForeignError) path.Path { return path.Root("name") }, &plan.ObjectsInSync)
 	}
 	if plan.WaitForRollout.ValueBool() {
-		wctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		progress := func(p string) {
-			tflog.Info(ctx, "Waiting for the reconciler Deployment to roll out", map[string]any{"progress": p})
-		}
-		if err := reconcilerinstall.WaitForRollout(wctx, cl, c.Namespace, c.Name, progress); err != nil {
-			diags.AddError("Reconciler not rolled out", err.Error())
-		}
+		reconcilerMode.waitForRollout(ctx, timeout, diags, func(ctx context.Context, progress func(string)) error {
+			return reconcilerinstall.WaitForRollout(ctx, cl, c.Namespace, c.Name, progress)
+		})
 	}
 	return true
 }
@@ -470,9 +458,16 @@ func (r *reconcilerResource) Delete(ctx context.Context, req resource.DeleteRequ
 	if !ok {
 		return
 	}
-	err := reconcilerinstall.Delete(ctx, cl, state.Namespace.ValueString(), state.Name.ValueString(), state.CreateNamespace.ValueBool())
+	timeout, diags := state.Timeouts.Delete(ctx, defaultRolloutTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := reconcilerinstall.Delete(dctx, cl, state.Namespace.ValueString(), state.Name.ValueString(), state.CreateNamespace.ValueBool())
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot uninstall the reconciler", err.Error())
+		r.clients.addAPIError(&resp.Diagnostics, apiRequest{Summary: "Cannot uninstall the reconciler", Verb: "delete"}, err)
 	}
 }
 

@@ -43,7 +43,17 @@ const reconcilerAddr = "kmshealth_reconciler.test"
 
 // reconcilerConfig is a kmshealth_reconciler "test" with the given body.
 func reconcilerConfig(body string) string {
-	return providerBlock() + "\nresource \"kmshealth_reconciler\" \"test\" {\n" + body + "\n}\n"
+	return providerBlock() + "\nresource \"kmshealth_reconciler\" \"test\" {\n" + body + noWait(body) + "\n}\n"
+}
+
+// noWait is wait_for_rollout = false unless body says otherwise: the test
+// API server runs no controllers and no kubelet, so nothing ever rolls out
+// unless a test plays the controller.
+func noWait(body string) string {
+	if strings.Contains(body, "wait_for_rollout") {
+		return ""
+	}
+	return "\n  wait_for_rollout = false"
 }
 
 func mustCreateNamespace(t *testing.T, name string) {
@@ -378,6 +388,7 @@ resource "kmshealth_reconciler" "test" {
   namespace         = %q
   name              = %q
   ca_bundles        = { for r in local.cabundles : r.apiservice_name => r.ca_bundle_source }
+  wait_for_rollout  = false # no kubelet here: the test runs the reconciler as a process
 }
 `, secretAPI, srcNS, inlineAPI, ca, ns, name)
 	image := install.DefaultImage("test")
@@ -453,7 +464,7 @@ resource "kmshealth_reconciler" "test" {
 				),
 			},
 			{Config: config, PlanOnly: true},
-			{ResourceName: reconcilerAddr, ImportState: true, ImportStateId: ns + "/" + name, ImportStateVerify: true},
+			{ResourceName: reconcilerAddr, ImportState: true, ImportStateId: ns + "/" + name, ImportStateVerify: true, ImportStateVerifyIgnore: []string{"wait_for_rollout"}},
 			{ResourceName: reconcilerAddr, ImportState: true, ImportStateId: name, ExpectError: wrappedRE(`want <namespace>/<name>`)},
 			// kubectl scale: the next plan shows it, the apply restores it.
 			outOfBand(config, func() {
@@ -599,7 +610,7 @@ func TestAccReconciler_update(t *testing.T) {
 			{
 				ResourceName: reconcilerAddr, ImportState: true, ImportStateId: ns + "/" + name, ImportStateVerify: true,
 				// The import reads the canonical form of the quantities.
-				ImportStateVerifyIgnore: []string{"cpu_request", "memory_limit", "kms_max_staleness"},
+				ImportStateVerifyIgnore: []string{"cpu_request", "memory_limit", "kms_max_staleness", "wait_for_rollout"},
 			},
 		},
 	})
@@ -651,7 +662,7 @@ func TestAccReconciler_createNamespace(t *testing.T) {
 					},
 				),
 			},
-			{ResourceName: reconcilerAddr, ImportState: true, ImportStateId: ns + "/kmshealth-reconciler", ImportStateVerify: true},
+			{ResourceName: reconcilerAddr, ImportState: true, ImportStateId: ns + "/kmshealth-reconciler", ImportStateVerify: true, ImportStateVerifyIgnore: []string{"wait_for_rollout"}},
 		},
 	})
 }
@@ -682,8 +693,50 @@ func fakeRollout(t *testing.T, namespace, name string) {
 	}()
 }
 
+// fakeStuckPod plays the ReplicaSet controller and the kubelet (there are
+// none here): once the Deployment appears, a pod of it exists whose
+// container cannot pull its image, as a kubelet reports it.
+func fakeStuckPod(t *testing.T, namespace, name string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	core := env.Clientset()
+	w, err := core.AppsV1().Deployments(namespace).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			d, ok := ev.Object.(*appsv1.Deployment)
+			if !ok || ev.Type != watch.Added {
+				continue
+			}
+			pod, err := core.CoreV1().Pods(namespace).Create(ctx, &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: name + "-7d9c-x2k4q", Labels: d.Spec.Template.Labels},
+				Spec:       d.Spec.Template.Spec,
+			}, metav1.CreateOptions{})
+			if err != nil {
+				t.Errorf("pod of %s: %v", name, err)
+				return
+			}
+			pod.Status = corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "reconciler", Image: d.Spec.Template.Spec.Containers[0].Image,
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull",
+					Message: "failed to pull and unpack image: not found"}},
+			}}}
+			if _, err := core.CoreV1().Pods(namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+				t.Errorf("pod status: %v", err)
+			}
+			return
+		}
+	}()
+}
+
 // TestAccReconciler_waitForRollout waits (by watch) for a rollout that a
-// fake controller completes, and times out on one that never completes.
+// fake controller completes, times out on one that never completes, and
+// fails at once, with the pod's own reason, on one whose pod cannot pull
+// its image.
 func TestAccReconciler_waitForRollout(t *testing.T) {
 	ns := uniqueName(t)
 	mustCreateNamespace(t, ns)
@@ -730,6 +783,27 @@ func TestAccReconciler_waitForRollout(t *testing.T) {
 	})
 	if d := time.Since(start); d > 60*time.Second {
 		t.Errorf("a 2s rollout timeout took %s", d)
+	}
+	start = time.Now()
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6,
+		CheckDestroy:             checkUninstalled(ns, "stuck"),
+		Steps: []resource.TestStep{{
+			PreConfig: func() { fakeStuckPod(t, ns, "stuck") },
+			Config: reconcilerConfig(fmt.Sprintf(`
+  namespace        = %q
+  name             = "stuck"
+  image            = "registry.example.com/does-not-exist:v0"
+  wait_for_rollout = true
+  timeouts {
+    create = "10m"
+  }
+`, ns)),
+			ExpectError: wrappedRE(`Deployment ` + ns + `/stuck cannot roll out: pod stuck-7d9c-x2k4q is ErrImagePull: container reconciler, image registry.example.com/does-not-exist:v0: failed to pull and unpack image: not found. Check the image name and tag`),
+		}},
+	})
+	if d := time.Since(start); d > 2*time.Minute {
+		t.Errorf("a pod that cannot pull its image ended a 10m wait only after %s", d)
 	}
 }
 
@@ -863,6 +937,7 @@ resource "kmshealth_reconciler" "test" {
   namespace         = %q
   replicas          = 1
   ca_bundles        = { (kmshealth_apiservice_cabundle.api.apiservice_name) = kmshealth_apiservice_cabundle.api.ca_bundle_source }
+  wait_for_rollout  = false # no kubelet here: the test runs the reconciler as a process
 }
 `, api, srcNS, ns)
 
@@ -942,6 +1017,26 @@ resource "kmshealth_reconciler" "test" {
 		Steps: []resource.TestStep{{
 			Config: config,
 			Check:  runReconciler,
+		}},
+	})
+}
+
+// TestAccReconciler_unreachable: an install against a server that refuses
+// connections says so, with the server and the setting that chose it, as
+// every resource does; nothing is recorded in the state.
+func TestAccReconciler_unreachable(t *testing.T) {
+	kubeconfig, provider, addr := refusedKubeconfig(t)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6,
+		Steps: []resource.TestStep{{
+			Config: provider + `
+resource "kmshealth_reconciler" "test" {
+  namespace = "kmshealth-system"
+  image     = "registry.example.com/kmshealth:v1"
+}
+`,
+			ExpectError: literalRE("API server unreachable", "no connection to the API server https://"+addr,
+				`in kubeconfig "`+kubeconfig+`" (config_path attribute)`, "connect: connection refused"),
 		}},
 	})
 }

@@ -70,6 +70,7 @@ type reporterModel struct {
 	ClusterRole       types.String   `tfsdk:"cluster_role"`
 	ObjectsInSync     types.Bool     `tfsdk:"objects_in_sync"`
 	AnySocketDir      types.Bool     `tfsdk:"any_socket_dir"`
+	WaitForRollout    types.Bool     `tfsdk:"wait_for_rollout"`
 	Timeouts          timeouts.Value `tfsdk:"timeouts"`
 
 	resourcesModel // cpu_request, memory_request, memory_limit
@@ -349,6 +350,7 @@ func (r *reporterResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				Computed:            true,
 				MarkdownDescription: "Name of the ClusterRole (and ClusterRoleBinding): `kmshealth-reporter:<namespace>:<name>`. Its one rule allows `patch` of `<resource>/status` of the `target` object, by name; nothing else.",
 			},
+			"wait_for_rollout": waitForRolloutAttribute("DaemonSet", "its pod is updated and available on every node it is scheduled to"),
 			"any_socket_dir": schema.BoolAttribute{
 				Optional: true, Computed: true,
 				Default: booldefault.StaticBool(false),
@@ -545,7 +547,7 @@ func (r *reporterResource) Read(ctx context.Context, req resource.ReadRequest, r
 	}
 	live, err := reporterinstall.Observe(ctx, cl, ns, name, target)
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read the reporter installation", err.Error())
+		r.clients.addAPIError(&resp.Diagnostics, apiRequest{Summary: "Cannot read the reporter installation", Verb: "get"}, err)
 		return
 	}
 	if !reporterMode.keepInState(ctx, resp, live, importing, ns, name) {
@@ -566,6 +568,7 @@ func (r *reporterResource) Read(ctx context.Context, req resource.ReadRequest, r
 		state.AdmissionPolicy = types.BoolValue(got.AdmissionPolicy)
 		state.AdmissionPolicyEnforced = types.BoolValue(got.AdmissionPolicy)
 		state.AnySocketDir = types.BoolValue(got.SocketDir != "" && reporterinstall.ValidateSocketDir(got.SocketDir, false) != nil)
+		state.WaitForRollout = types.BoolValue(true) // the default: nothing in the cluster says otherwise
 	} else {
 		var diags diag.Diagnostics
 		want, diags = state.config(ctx)
@@ -708,7 +711,12 @@ func (r *reporterResource) write(ctx context.Context, plan *reporterModel, timeo
 			}
 			return path.Root("name")
 		}
-		return reporterMode.applyFailed(diags, err, foreignAttr, &plan.ObjectsInSync)
+		return reporterMode.applyFailed(diags, r.clients, err, foreignAttr, &plan.ObjectsInSync)
+	}
+	if plan.WaitForRollout.ValueBool() {
+		reporterMode.waitForRollout(wctx, timeout, diags, func(ctx context.Context, progress func(string)) error {
+			return reporterinstall.WaitForRollout(ctx, cl, c.Namespace, c.Name, progress)
+		})
 	}
 	if !c.InstallCRD {
 		if _, err := kmshealth.GetTarget(ctx, cl.Dynamic, c.Target); apierrors.IsNotFound(err) {
@@ -743,7 +751,7 @@ func (r *reporterResource) Delete(ctx context.Context, req resource.DeleteReques
 	defer cancel()
 	deleted, err := reporterinstall.Delete(dctx, cl, state.Namespace.ValueString(), state.Name.ValueString(), target, state.InstallCRD.ValueBool())
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot uninstall the reporter", err.Error())
+		r.clients.addAPIError(&resp.Diagnostics, apiRequest{Summary: "Cannot uninstall the reporter", Verb: "delete"}, err)
 		return
 	}
 	for _, k := range deleted.Kept {

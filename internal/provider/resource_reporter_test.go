@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -35,7 +38,7 @@ const reporterAddr = "kmshealth_reporter.test"
 
 // reporterConfig is a kmshealth_reporter "test" with the given body.
 func reporterConfig(body string) string {
-	return providerBlock() + "\nresource \"kmshealth_reporter\" \"test\" {\n" + body + "\n}\n"
+	return providerBlock() + "\nresource \"kmshealth_reporter\" \"test\" {\n" + body + noWait(body) + "\n}\n"
 }
 
 // reporterWant is what the DaemonSet must hold.
@@ -360,7 +363,7 @@ func TestAccReporter_basic(t *testing.T) {
 				),
 			},
 			{Config: config, PlanOnly: true},
-			{ResourceName: reporterAddr, ImportState: true, ImportStateId: ns + "/" + name, ImportStateVerify: true},
+			{ResourceName: reporterAddr, ImportState: true, ImportStateId: ns + "/" + name, ImportStateVerify: true, ImportStateVerifyIgnore: []string{"wait_for_rollout"}},
 			{ResourceName: reporterAddr, ImportState: true, ImportStateId: name, ExpectError: wrappedRE(`want <namespace>/<name>`)},
 			{ResourceName: reporterAddr, ImportState: true, ImportStateId: ns + "/nothing-here", ExpectError: wrappedRE(`DaemonSet ` + ns + `/nothing-here does not exist`)},
 			// The ClusterRoleBinding is deleted: the next plan shows it, the
@@ -597,7 +600,7 @@ read_timeout = "2s"`)
 			{
 				ResourceName: reporterAddr, ImportState: true, ImportStateId: ns + "/" + name, ImportStateVerify: true,
 				// The import reads Go's spelling of the duration.
-				ImportStateVerifyIgnore: []string{"probe_interval"},
+				ImportStateVerifyIgnore: []string{"probe_interval", "wait_for_rollout"},
 			},
 		},
 	})
@@ -866,5 +869,66 @@ func TestAccReporter_shortInterval(t *testing.T) {
 			},
 			{Config: config, PlanOnly: true},
 		},
+	})
+}
+
+// TestAccReporter_waitForRollout: by default the apply waits (by watch)
+// until the DaemonSet's pods are updated and available on every node it is
+// scheduled to — here a fake DaemonSet controller completes it — and a
+// rollout that never completes ends at the create timeout, saying how far
+// it got.
+func TestAccReporter_waitForRollout(t *testing.T) {
+	ns := uniqueName(t)
+	mustCreateNamespace(t, ns)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	daemonSets := env.Clientset().AppsV1().DaemonSets(ns)
+	w, err := daemonSets.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=done"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { // the DaemonSet controller, for one node
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			ds, ok := ev.Object.(*appsv1.DaemonSet)
+			if !ok || ev.Type == watch.Deleted || ds.Status.ObservedGeneration == ds.Generation {
+				continue
+			}
+			ds.Status = appsv1.DaemonSetStatus{ObservedGeneration: ds.Generation, DesiredNumberScheduled: 1, CurrentNumberScheduled: 1,
+				UpdatedNumberScheduled: 1, NumberReady: 1, NumberAvailable: 1}
+			_, _ = daemonSets.UpdateStatus(ctx, ds, metav1.UpdateOptions{})
+		}
+	}()
+	body := func(name, create string) string { // no wait_for_rollout: its default is under test
+		return providerBlock() + fmt.Sprintf("\nresource \"kmshealth_reporter\" \"test\" {\nnamespace = %q\nname = %q\ninstall_crd = false\n"+
+			"target = \"kmshealth.io/v1alpha1/kmshealths/%s\"\ntimeouts {\n  create = %q\n}\n}\n", ns, name, name, create)
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6,
+		CheckDestroy:             checkReporterUninstalled(ns, "done"),
+		Steps: []resource.TestStep{{
+			Config: body("done", "30s"),
+			Check: resource.ComposeAggregateTestCheckFunc(
+				resource.TestCheckResourceAttr(reporterAddr, "wait_for_rollout", "true"),
+				func(*terraform.State) error {
+					ds, err := daemonSets.Get(ctx, "done", metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					if ds.Status.NumberAvailable != 1 || ds.Status.ObservedGeneration != ds.Generation {
+						return fmt.Errorf("apply returned before the rollout: %+v", ds.Status)
+					}
+					return nil
+				},
+			),
+		}},
+	})
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6,
+		CheckDestroy:             checkReporterUninstalled(ns, "never"),
+		Steps: []resource.TestStep{{
+			Config:      body("never", "3s"),
+			ExpectError: wrappedRE(`DaemonSet ` + ns + `/never did not roll out in time \(observed generation 0 of 1`),
+		}},
 	})
 }

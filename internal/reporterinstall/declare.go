@@ -194,6 +194,12 @@ type Deleted struct {
 // created them; it waits until the CRD is gone. The CRD stays when it
 // holds objects someone else created. Objects of someone else at the same
 // names are left alone.
+// WaitForRollout waits until the DaemonSet's pods are updated and
+// available on every node it is scheduled to.
+func WaitForRollout(ctx context.Context, cl install.Clients, namespace, name string, progress func(string)) error {
+	return install.WaitForRollout(ctx, cl, install.ID{Kind: install.DaemonSets, Namespace: namespace, Name: name}, progress)
+}
+
 func Delete(ctx context.Context, cl install.Clients, namespace, name string, target kmshealth.Target, installCRD bool) (Deleted, error) {
 	var out Deleted
 	d := Declare(Config{Namespace: namespace, Name: name, Target: target, InstallCRD: installCRD})

@@ -112,7 +112,9 @@ func run(ctx context.Context) error {
 		return err
 	}
 	ca, rogue := demoCA("demo packaging CA"), demoCA("a stale CA from an old installer")
-	vars, _ := json.Marshal(map[string]string{"kubeconfig_path": env.Kubeconfig, "apiservice_name": apiserviceName, "ca_bundle": ca})
+	// No kubelet runs here (the reconciler and the reporters run as
+	// processes below), so no pod would ever roll out: do not wait for one.
+	vars, _ := json.Marshal(map[string]any{"kubeconfig_path": env.Kubeconfig, "apiservice_name": apiserviceName, "ca_bundle": ca, "wait_for_rollout": false})
 	if err := os.WriteFile(filepath.Join(cli.Dir, "demo.auto.tfvars.json"), vars, 0o600); err != nil {
 		return err
 	}
