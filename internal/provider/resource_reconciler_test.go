@@ -876,9 +876,16 @@ func serviceAccountKubeconfig(t *testing.T, namespace, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tokenKubeconfig(t, tr.Status.Token)
+}
+
+// tokenKubeconfig writes a kubeconfig for the test API server that
+// authenticates with token, and returns its path.
+func tokenKubeconfig(t *testing.T, token string) string {
+	t.Helper()
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: env.Host, CertificateAuthorityData: env.CAPEM}
-	cfg.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	cfg.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: token}
 	cfg.Contexts["sa"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "sa"}
 	cfg.CurrentContext = "sa"
 	path := filepath.Join(t.TempDir(), "kubeconfig")

@@ -272,20 +272,28 @@ func deniedToReporter(namespace string, t kmshealth.Target) []authorizationv1.Re
 // kubelet requests it (the admission policy refuses any other).
 func writeAsServiceAccount(t *testing.T, namespace, name string, target kmshealth.Target, kind, node string) error {
 	t.Helper()
+	dyn, err := dynamic.NewForConfig(testenv.AsToken(env.RESTConfig(), nodeBoundToken(t, namespace, name, node)))
+	if err != nil {
+		return err
+	}
+	c := metav1.Condition{Type: kmshealth.ReporterConditionType(node), Status: metav1.ConditionTrue, Reason: kmshealth.ReasonAsExpected, Message: "[]", LastTransitionTime: metav1.Now()}
+	return kmshealth.ApplyCondition(context.Background(), dyn, target, kind, c, kmshealth.ReporterFieldManager(node))
+}
+
+// nodeBoundToken is a token of ServiceAccount namespace/sa bound to a pod
+// on node (created if missing), as the kubelet requests it for a reporter
+// pod: the only kind the reporter's admission policy lets write.
+func nodeBoundToken(t *testing.T, namespace, sa, node string) string {
+	t.Helper()
 	core := env.Clientset()
 	n, err := core.CoreV1().Nodes().Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{})
 	switch {
 	case err == nil:
 		t.Cleanup(func() { _ = core.CoreV1().Nodes().Delete(context.Background(), n.Name, metav1.DeleteOptions{}) })
 	case !apierrors.IsAlreadyExists(err):
-		return err
+		t.Fatal(err)
 	}
-	dyn, err := dynamic.NewForConfig(testenv.AsToken(env.RESTConfig(), testenv.PodToken(t, core, namespace, name, node)))
-	if err != nil {
-		return err
-	}
-	c := metav1.Condition{Type: kmshealth.ReporterConditionType(node), Status: metav1.ConditionTrue, Reason: kmshealth.ReasonAsExpected, Message: "[]", LastTransitionTime: metav1.Now()}
-	return kmshealth.ApplyCondition(context.Background(), dyn, target, kind, c, kmshealth.ReporterFieldManager(node))
+	return testenv.PodToken(t, core, namespace, sa, node)
 }
 
 // checkWritesOnlyItsTarget proves the RBAC by real writes: the
@@ -786,12 +794,17 @@ func TestAccReporter_runsUnderItsOwnRBAC(t *testing.T) {
 		}
 		var args []string
 		for _, a := range d.Spec.Template.Spec.Containers[0].Args[1:] {
-			if strings.HasPrefix(a, "--health-probe-bind-address=") {
-				a = "--health-probe-bind-address=127.0.0.1:0" // the pod's port would clash on the host
+			switch { // the pod's ports would clash on the host
+			case strings.HasPrefix(a, "--health-probe-bind-address="):
+				a = "--health-probe-bind-address=127.0.0.1:0"
+			case strings.HasPrefix(a, "--metrics-bind-address="):
+				a = "--metrics-bind-address=127.0.0.1:0"
 			}
 			args = append(args, a)
 		}
-		args = append(args, "--node-name="+node, "--kubeconfig="+serviceAccountKubeconfig(t, ns, d.Spec.Template.Spec.ServiceAccountName))
+		// A token bound to a pod on the node, as the kubelet mounts it.
+		sa := d.Spec.Template.Spec.ServiceAccountName
+		args = append(args, "--node-name="+node, "--kubeconfig="+tokenKubeconfig(t, nodeBoundToken(t, ns, sa, node)))
 		script := `mount --bind "$0" /var/run/kmsplugin && mount -o remount,bind,ro /var/run/kmsplugin &&
 if touch /var/run/kmsplugin/.writable 2>/dev/null; then echo "socket directory is writable" >&2; exit 97; fi
 exec "$@"`
