@@ -667,70 +667,69 @@ func TestAccReconciler_createNamespace(t *testing.T) {
 	})
 }
 
-// fakeRollout plays the Deployment controller (there is none here): once
-// the Deployment appears, its status reports every replica rolled out.
-// It watches; it stops when the test ends.
-func fakeRollout(t *testing.T, namespace, name string) {
+// onDeployment plays a controller of the Deployment namespace/name (there
+// is none here): act sees each event of it, by watch, until it returns
+// true or the test ends.
+func onDeployment(t *testing.T, namespace, name string, act func(ctx context.Context, ev watch.Event, d *appsv1.Deployment) (done bool)) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	deployments := env.Clientset().AppsV1().Deployments(namespace)
-	w, err := deployments.Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+	w, err := env.Clientset().AppsV1().Deployments(namespace).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	go func() {
 		defer w.Stop()
 		for ev := range w.ResultChan() {
-			d, ok := ev.Object.(*appsv1.Deployment)
-			if !ok || ev.Type == watch.Deleted || reconcilerinstall.RolledOut(d) {
-				continue
+			if d, ok := ev.Object.(*appsv1.Deployment); ok && act(ctx, ev, d) {
+				return
 			}
-			n := *d.Spec.Replicas
-			d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
-			_, _ = deployments.UpdateStatus(ctx, d, metav1.UpdateOptions{})
 		}
 	}()
 }
 
-// fakeStuckPod plays the ReplicaSet controller and the kubelet (there are
-// none here): once the Deployment appears, a pod of it exists whose
-// container cannot pull its image, as a kubelet reports it.
-func fakeStuckPod(t *testing.T, namespace, name string) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	core := env.Clientset()
-	w, err := core.AppsV1().Deployments(namespace).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			d, ok := ev.Object.(*appsv1.Deployment)
-			if !ok || ev.Type != watch.Added {
-				continue
-			}
-			pod, err := core.CoreV1().Pods(namespace).Create(ctx, &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: name + "-7d9c-x2k4q", Labels: d.Spec.Template.Labels},
-				Spec:       d.Spec.Template.Spec,
-			}, metav1.CreateOptions{})
-			if err != nil {
-				t.Errorf("pod of %s: %v", name, err)
-				return
-			}
-			pod.Status = corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{
-				Name: "reconciler", Image: d.Spec.Template.Spec.Containers[0].Image,
-				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull",
-					Message: "failed to pull and unpack image: not found"}},
-			}}}
-			if _, err := core.CoreV1().Pods(namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
-				t.Errorf("pod status: %v", err)
-			}
-			return
+// fakeRollout plays the Deployment controller: once the Deployment
+// appears, its status reports every replica rolled out.
+func fakeRollout(t *testing.T, namespace, name string) {
+	deployments := env.Clientset().AppsV1().Deployments(namespace)
+	onDeployment(t, namespace, name, func(ctx context.Context, ev watch.Event, d *appsv1.Deployment) bool {
+		if ev.Type == watch.Deleted || reconcilerinstall.RolledOut(d) {
+			return false
 		}
-	}()
+		n := *d.Spec.Replicas
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
+		_, _ = deployments.UpdateStatus(ctx, d, metav1.UpdateOptions{})
+		return false
+	})
+}
+
+// fakeStuckPod plays the ReplicaSet controller and the kubelet: once the
+// Deployment appears, a pod of it exists whose container cannot pull its
+// image, as a kubelet reports it.
+func fakeStuckPod(t *testing.T, namespace, name string) {
+	pods := env.Clientset().CoreV1().Pods(namespace)
+	onDeployment(t, namespace, name, func(ctx context.Context, ev watch.Event, d *appsv1.Deployment) bool {
+		if ev.Type != watch.Added {
+			return false
+		}
+		pod, err := pods.Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name + "-7d9c-x2k4q", Labels: d.Spec.Template.Labels},
+			Spec:       d.Spec.Template.Spec,
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Errorf("pod of %s: %v", name, err)
+			return true
+		}
+		pod.Status = corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{
+			Name: "reconciler", Image: d.Spec.Template.Spec.Containers[0].Image,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull",
+				Message: "failed to pull and unpack image: not found"}},
+		}}}
+		if _, err := pods.UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+			t.Errorf("pod status: %v", err)
+		}
+		return true
+	})
 }
 
 // TestAccReconciler_waitForRollout waits (by watch) for a rollout that a
