@@ -166,7 +166,12 @@ func WaitForRollout(ctx context.Context, cl Clients, id ID, progress func(string
 			progress(p)
 		}
 	}
+	// The ticker ends before WaitForRollout returns: no progress is
+	// reported after the wait.
+	tickerDone := make(chan struct{})
+	defer func() { cancel(nil); <-tickerDone }()
 	go func() {
+		defer close(tickerDone)
 		t := time.NewTicker(ProgressEvery)
 		defer t.Stop()
 		for {
