@@ -4,6 +4,7 @@
 # nothing: the build is skipped when the binary is already there.
 #
 #   tools/install.sh kube-testserver|terraform|tofu|kube-rbac-proxy|tfplugindocs|golangci-lint|goreleaser
+#   tools/install.sh node-packages   (root, Debian/Ubuntu: the node's containerd, runc, CNI plugins)
 set -euo pipefail
 
 KUBE_VERSION=v1.35.4
@@ -80,8 +81,31 @@ goreleaser)
   build goreleaser "$GORELEASER_VERSION" "" \
     bash -c 'tmp=$(mktemp -d); GOBIN=$tmp go install -trimpath -ldflags "-s -w" github.com/goreleaser/goreleaser/v2@$0 && mv $tmp/goreleaser $1' "$GORELEASER_VERSION"
   ;;
+node-packages)
+  # The node test bed's container runtime, from the distribution (the
+  # control plane and kubelet are kube-testserver). Installed once; a
+  # machine that has them costs nothing.
+  pkgs="containerd runc containernetworking-plugins iptables iproute2"
+  if command -v containerd >/dev/null && command -v ctr >/dev/null && command -v runc >/dev/null &&
+    [ -x /usr/lib/cni/bridge ] && command -v iptables >/dev/null && command -v ip >/dev/null; then
+    command -v containerd
+    exit 0
+  fi
+  if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then
+    echo "tools: the node test bed needs $pkgs; install them as root (apt-get install $pkgs) or run make test as root on Debian or Ubuntu" >&2
+    exit 1
+  fi
+  echo "tools: installing $pkgs with apt-get" >&2
+  start=$SECONDS
+  export DEBIAN_FRONTEND=noninteractive
+  if ! apt-get install -y -q --no-install-recommends $pkgs >&2; then
+    apt-get update -q >&2 && apt-get install -y -q --no-install-recommends $pkgs >&2
+  fi
+  echo "tools: installed node packages in $((SECONDS - start))s" >&2
+  command -v containerd
+  ;;
 *)
-  echo "usage: $0 kube-testserver|terraform|tofu|kube-rbac-proxy|tfplugindocs|golangci-lint|goreleaser" >&2
+  echo "usage: $0 kube-testserver|terraform|tofu|kube-rbac-proxy|tfplugindocs|golangci-lint|goreleaser|node-packages" >&2
   exit 2
   ;;
 esac

@@ -81,9 +81,11 @@ func writePKI(dir string) (*pki, error) {
 		return nil, err
 	}
 	serving, err := newCert(ca, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "kube-apiserver"},
-		DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		Subject:  pkix.Name{CommonName: "kube-apiserver"},
+		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
+		// loopback for host clients; for pods, the bridge address the API
+		// server advertises and the `kubernetes` Service's cluster IP.
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(BridgeAddress), net.ParseIP(KubernetesServiceIP)},
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	})

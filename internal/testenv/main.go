@@ -11,7 +11,24 @@ import (
 // to set, runs the tests and stops the Env. A control plane that cannot start
 // fails the package; it never skips.
 func Main(m *testing.M, set func(*Env)) {
-	env, err := Start(context.Background())
+	mainWith(m, set, false)
+}
+
+// MainWithNode is Main for a package with node tests: the whole test binary
+// runs again inside namespaces of its own (see isolate; Linux and root
+// only), the control plane listens where pods reach it, and Env.Node starts
+// the node on first use. Leaving anything behind on the host fails the
+// package.
+func MainWithNode(m *testing.M, set func(*Env)) {
+	if err := isolate(); err != nil {
+		fmt.Fprintln(os.Stderr, "testenv:", err)
+		os.Exit(1)
+	}
+	mainWith(m, set, true)
+}
+
+func mainWith(m *testing.M, set func(*Env), forNode bool) {
+	env, err := start(context.Background(), forNode)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testenv: start control plane:", err)
 		os.Exit(1)

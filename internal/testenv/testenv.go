@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -52,6 +53,12 @@ type Env struct {
 	apiArgs   []string
 	etcd      *exec.Cmd
 	apiserver *exec.Cmd
+
+	ca       *keyPair
+	forNode  bool // started by MainWithNode, in the node's namespaces
+	nodeOnce sync.Once
+	node     *Node
+	nodeErr  error
 }
 
 // Binary returns the kube-testserver path: $KMSHEALTH_KUBE_TESTSERVER when
@@ -73,6 +80,10 @@ func Binary() (string, error) {
 // Start brings up etcd, the KMS plugin and kube-apiserver and returns once
 // /readyz answers ok. Call Stop when done, also on error paths of the caller.
 func Start(ctx context.Context) (*Env, error) {
+	return start(ctx, false)
+}
+
+func start(ctx context.Context, forNode bool) (*Env, error) {
 	bin, err := Binary()
 	if err != nil {
 		return nil, err
@@ -82,7 +93,7 @@ func Start(ctx context.Context) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{Dir: dir, binary: bin}
+	e := &Env{Dir: dir, binary: bin, forNode: forNode}
 	if err := e.start(ctx); err != nil {
 		e.Stop()
 		return nil, err
@@ -96,6 +107,7 @@ func (e *Env) start(ctx context.Context) error {
 		return fmt.Errorf("generate certificates: %w", err)
 	}
 	e.CAPEM, e.ClientCert, e.ClientKey, e.Token = p.ca.cert, p.admin.cert, p.admin.key, p.adminToken
+	e.ca = p.ca
 
 	ports, err := freePorts(3)
 	if err != nil {
@@ -131,24 +143,33 @@ resources:
 
 	e.Host = fmt.Sprintf("https://127.0.0.1:%d", ports[2])
 	f := func(name string) string { return filepath.Join(e.Dir, name) }
+	// Without a node the API server is on loopback only, and the
+	// `kubernetes` Service has no endpoints (none can be a loopback
+	// address). For a node it listens on every interface of the node's
+	// network namespace (loopback and the pods' bridge, nothing else) and
+	// advertises the bridge address, which pods reach through the Service.
+	bind, advertise, endpoints, authz := "127.0.0.1", "127.0.0.1", "none", "RBAC"
+	if e.forNode {
+		bind, advertise, endpoints, authz = "0.0.0.0", BridgeAddress, "lease", "Node,RBAC"
+	}
 	e.apiArgs = []string{
 		"kube-apiserver",
 		"--etcd-servers=" + e.EtcdEndpoint,
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
+		"--bind-address=" + bind,
+		"--advertise-address=" + advertise,
 		"--secure-port=" + strconv.Itoa(ports[2]),
 		"--tls-cert-file=" + f("serving.crt"),
 		"--tls-private-key-file=" + f("serving.key"),
 		"--client-ca-file=" + f("ca.crt"),
 		"--token-auth-file=" + f("tokens.csv"),
-		"--authorization-mode=RBAC",
+		"--authorization-mode=" + authz,
 		"--service-account-issuer=https://kubernetes.default.svc",
 		"--service-account-key-file=" + p.saKeyFile,
 		"--service-account-signing-key-file=" + p.saKeyFile,
-		"--service-cluster-ip-range=10.96.0.0/16",
+		"--service-cluster-ip-range=" + ServiceCIDR,
 		"--encryption-provider-config=" + encCfg,
 		"--allow-privileged=true",
-		"--endpoint-reconciler-type=none",
+		"--endpoint-reconciler-type=" + endpoints,
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
 		"--v=1",
@@ -196,6 +217,9 @@ func (e *Env) Clientset() *kubernetes.Clientset {
 // Stop terminates every process (SIGTERM, then SIGKILL after a bound) and
 // removes the scratch directory.
 func (e *Env) Stop() {
+	if e.node != nil {
+		e.node.stop()
+	}
 	stop(e.apiserver)
 	if e.KMS != nil {
 		e.KMS.Stop()
@@ -207,18 +231,24 @@ func (e *Env) Stop() {
 }
 
 func (e *Env) spawn(logName string, args ...string) (*exec.Cmd, error) {
+	return e.spawnProgram(logName, e.binary, args...)
+}
+
+// spawnProgram starts path with args, its output appended to logName in
+// the scratch directory.
+func (e *Env) spawnProgram(logName, path string, args ...string) (*exec.Cmd, error) {
 	logFile, err := os.OpenFile(filepath.Join(e.Dir, logName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(e.binary, args...)
+	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// The control plane never outlives the test process that started it
 	// (on Linux; see devenv.ChildAttr).
 	cmd.SysProcAttr = devenv.ChildAttr()
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
-		return nil, fmt.Errorf("start %s %s: %w", e.binary, args[0], err)
+		return nil, fmt.Errorf("start %s %s: %w", path, args[0], err)
 	}
 	go func() { _ = cmd.Wait(); _ = logFile.Close() }()
 	return cmd, nil

@@ -1,44 +1,66 @@
-// Command kube-testserver is the test bed's control plane: a real etcd and a
-// real kube-apiserver in one binary, built from the Go module proxy so tests
-// and the demo need nothing but Go.
+// Command kube-testserver is the test bed's cluster: a real etcd, a real
+// kube-apiserver and, for the node tests, the real kubelet,
+// kube-controller-manager, kube-scheduler and kube-proxy, in one binary built
+// from the Go module proxy so tests and the demo need nothing but Go.
 //
 //	kube-testserver etcd --data-dir=DIR --listen-client-url=URL --listen-peer-url=URL
-//	kube-testserver kube-apiserver [kube-apiserver flags]
+//	kube-testserver kube-apiserver|kubelet|kube-controller-manager|kube-scheduler|kube-proxy [flags]
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
+	_ "time/tzdata" // CronJob time zones, as in kube-controller-manager's main
 
+	"github.com/spf13/cobra"
 	"go.etcd.io/etcd/server/v3/embed"
 	"k8s.io/component-base/cli"
-	"k8s.io/kubernetes/cmd/kube-apiserver/app"
+	_ "k8s.io/component-base/logs/json/register"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/version"
+	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
+	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	proxy "k8s.io/kubernetes/cmd/kube-proxy/app"
+	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
+	kubelet "k8s.io/kubernetes/cmd/kubelet/app"
 )
+
+// commands are the Kubernetes components this binary can be, each exactly
+// as its own main builds it.
+var commands = map[string]func() *cobra.Command{
+	"kube-apiserver":          apiserver.NewAPIServerCommand,
+	"kube-controller-manager": controllermanager.NewControllerManagerCommand,
+	"kube-scheduler":          func() *cobra.Command { return scheduler.NewSchedulerCommand() },
+	"kube-proxy":              proxy.NewProxyCommand,
+	"kubelet":                 func() *cobra.Command { return kubelet.NewKubeletCommand(context.Background()) },
+}
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: kube-testserver etcd|kube-apiserver [flags]")
+		fmt.Fprintln(os.Stderr, "usage: kube-testserver etcd|kube-apiserver|kubelet|kube-controller-manager|kube-scheduler|kube-proxy [flags]")
 		os.Exit(2)
 	}
 	mode, args := os.Args[1], os.Args[2:]
-	switch mode {
-	case "etcd":
+	if mode == "etcd" {
 		if err := runEtcd(args); err != nil {
 			fmt.Fprintln(os.Stderr, "etcd:", err)
 			os.Exit(1)
 		}
-	case "kube-apiserver":
-		cmd := app.NewAPIServerCommand()
-		cmd.SetArgs(args)
-		os.Exit(cli.Run(cmd))
-	default:
-		fmt.Fprintf(os.Stderr, "unknown mode %q: want etcd or kube-apiserver\n", mode)
+		return
+	}
+	newCommand, ok := commands[mode]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "unknown mode %q: want etcd, kube-apiserver, kubelet, kube-controller-manager, kube-scheduler or kube-proxy\n", mode)
 		os.Exit(2)
 	}
+	cmd := newCommand()
+	cmd.SetArgs(args)
+	os.Exit(cli.Run(cmd))
 }
 
 func runEtcd(args []string) error {

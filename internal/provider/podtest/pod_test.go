@@ -1,0 +1,401 @@
+// Package podtest applies kmshealth_reconciler and kmshealth_reporter with
+// Terraform (or OpenTofu) onto the test bed's real node and proves them the
+// way they run in production: as pods of the project's own image, with
+// in-cluster configuration, projected tokens, the hostPath socket mount and
+// the securityContext they declare, as the kernel sees it.
+package podtest
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmstest"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/provider"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconcilerinstall"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/reporterinstall"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/testpki"
+)
+
+var env *testenv.Env
+
+// TestMain runs the package in the node's namespaces (root, Linux) when
+// acceptance tests are asked for; without TF_ACC there is nothing to run.
+func TestMain(m *testing.M) {
+	if os.Getenv("TF_ACC") == "" {
+		os.Exit(m.Run())
+	}
+	testenv.MainWithNode(m, func(e *testenv.Env) { env = e })
+}
+
+var protoV6 = map[string]func() (tfprotov6.ProviderServer, error){
+	"kmshealth": providerserver.NewProtocol6WithError(provider.New("test")()),
+}
+
+func providerBlock() string {
+	return fmt.Sprintf("provider \"kmshealth\" {\n  config_path = %q\n}\n", env.Kubeconfig)
+}
+
+// mustNode starts the node (once per package) or fails the test.
+func mustNode(t *testing.T) *testenv.Node {
+	t.Helper()
+	if env == nil {
+		t.Fatal("no test bed: run with TF_ACC=1 (scripts/test-acc.sh), as root on Linux")
+	}
+	n, err := env.Node(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// runningPods lists the Running pods matching selector in namespace.
+func runningPods(ctx context.Context, namespace string, selector map[string]string) ([]corev1.Pod, error) {
+	list, err := env.Clientset().CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(selector).String()})
+	if err != nil {
+		return nil, err
+	}
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// checkHardened reads, from the kernel, what the pods' container processes
+// run as: the given uid, no capabilities at all (effective and bounding),
+// no privilege escalation, a seccomp filter (RuntimeDefault), and a
+// read-only root file system.
+func checkHardened(node *testenv.Node, namespace string, selector map[string]string, container, uid string, want int) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		ctx := context.Background()
+		pods, err := runningPods(ctx, namespace, selector)
+		if err != nil {
+			return err
+		}
+		if len(pods) != want {
+			return fmt.Errorf("%d running pods in %s, want %d", len(pods), namespace, want)
+		}
+		for i := range pods {
+			p, err := node.ContainerProcess(ctx, &pods[i], container)
+			if err != nil {
+				return err
+			}
+			const none = "0000000000000000"
+			switch {
+			case p.UID != uid:
+				return fmt.Errorf("pod %s runs as uid %s, want %s", pods[i].Name, p.UID, uid)
+			case p.CapEff != none || p.CapBnd != none:
+				return fmt.Errorf("pod %s has capabilities: effective %s, bounding %s", pods[i].Name, p.CapEff, p.CapBnd)
+			case !p.NoNewPrivs:
+				return fmt.Errorf("pod %s may gain privileges (NoNewPrivs 0)", pods[i].Name)
+			case p.Seccomp != 2:
+				return fmt.Errorf("pod %s has seccomp mode %d, want 2 (filter: RuntimeDefault)", pods[i].Name, p.Seccomp)
+			case !p.RootRO:
+				return fmt.Errorf("pod %s has a writable root file system", pods[i].Name)
+			}
+		}
+		return nil
+	}
+}
+
+// createAPIService creates an aggregated APIService v1.<group> (its Service
+// need not exist: only the object matters) and deletes it at the end.
+func createAPIService(t *testing.T, group string) string {
+	t.Helper()
+	c := aggregator.NewForConfigOrDie(env.RESTConfig()).ApiregistrationV1().APIServices()
+	port := int32(443)
+	svc := &apiregv1.APIService{
+		ObjectMeta: metav1.ObjectMeta{Name: "v1." + group},
+		Spec: apiregv1.APIServiceSpec{
+			Group: group, Version: "v1", GroupPriorityMinimum: 1000, VersionPriority: 15,
+			Service: &apiregv1.ServiceReference{Namespace: "default", Name: "api", Port: &port},
+		},
+	}
+	if _, err := c.Create(context.Background(), svc, metav1.CreateOptions{FieldManager: "installer"}); err != nil {
+		t.Fatalf("create APIService: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Delete(context.Background(), svc.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete APIService %s: %v", svc.Name, err)
+		}
+	})
+	return svc.Name
+}
+
+// checkDriftRestored has someone else overwrite the APIService's caBundle
+// and watches until the reconciler pod has put the managed one back.
+func checkDriftRestored(t *testing.T, api, want string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		c := aggregator.NewForConfigOrDie(env.RESTConfig()).ApiregistrationV1().APIServices()
+		cur, err := c.Get(ctx, api, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if strings.TrimSpace(string(cur.Spec.CABundle)) != strings.TrimSpace(want) {
+			return fmt.Errorf("caBundle of %s is not the managed one before the drift", api)
+		}
+		w, err := c.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + api, ResourceVersion: cur.ResourceVersion})
+		if err != nil {
+			return err
+		}
+		defer w.Stop()
+		drift, err := testpki.CertPEM("drift", testpki.Options{})
+		if err != nil {
+			return err
+		}
+		patch := fmt.Sprintf(`{"spec":{"caBundle":%q}}`, base64.StdEncoding.EncodeToString(drift))
+		start := time.Now()
+		if _, err := c.Patch(ctx, api, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: "someone-else"}); err != nil {
+			return fmt.Errorf("drift the caBundle: %w", err)
+		}
+		drifted := false
+		for ev := range w.ResultChan() {
+			if ev.Type != watch.Modified {
+				continue
+			}
+			got := string(ev.Object.(*apiregv1.APIService).Spec.CABundle)
+			switch {
+			case strings.Contains(got, strings.TrimSpace(string(drift))):
+				drifted = true
+			case drifted && strings.TrimSpace(got) == strings.TrimSpace(want):
+				t.Logf("caBundle drift on %s restored by the reconciler pod in %s", api, time.Since(start).Round(time.Millisecond))
+				return nil
+			}
+		}
+		return fmt.Errorf("caBundle drift on %s not restored within a minute (drift seen: %v)", api, drifted)
+	}
+}
+
+// TestAccPod_reconciler: kmshealth_reconciler from the project's image runs
+// as two pods on the node with in-cluster configuration, elects a leader,
+// restores a caBundle drift, and runs as declared. An image that cannot be
+// pulled fails the apply with the pod's own reason, long before the
+// timeout.
+func TestAccPod_reconciler(t *testing.T) {
+	node := mustNode(t)
+	ctx := context.Background()
+	ns, srcNS := "pod-reconciler", "pod-reconciler-src"
+	core := env.Clientset().CoreV1()
+	if _, err := core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: srcNS}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := testpki.CertPEM("ca", testpki.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := core.Secrets(srcNS).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "api-ca"},
+		Data:       map[string][]byte{"ca.crt": ca},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	api := createAPIService(t, "podreconciler.example.com")
+	config := func(image, timeout string) string {
+		return providerBlock() + fmt.Sprintf(`
+resource "kmshealth_apiservice_cabundle" "this" {
+  apiservice_name = %q
+  source {
+    kind      = "Secret"
+    namespace = %q
+    name      = "api-ca"
+    key       = "ca.crt"
+  }
+}
+
+resource "kmshealth_reconciler" "this" {
+  namespace        = %q
+  create_namespace = true
+  image            = %q
+  ca_bundles       = { (kmshealth_apiservice_cabundle.this.apiservice_name) = kmshealth_apiservice_cabundle.this.ca_bundle_source }
+  timeouts {
+    create = %q
+    update = %q
+  }
+}
+`, api, srcNS, ns, image, timeout, timeout)
+	}
+	selector := map[string]string{install.NameLabel: reconcilerinstall.NameValue}
+	var failedAfter time.Duration
+	var updateStart time.Time
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6,
+		Steps: []resource.TestStep{
+			{
+				Config: config(node.Image, "3m"),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr("kmshealth_reconciler.this", "wait_for_rollout", "true"),
+					checkPodsReady(ns, selector, 2),
+					checkInCluster(ns, selector),
+					checkLeader(ns, reconcilerinstall.LeaseName, selector),
+					checkHardened(node, ns, selector, reconcilerinstall.ContainerName, strconv.Itoa(reconcilerinstall.RunAsUser), 2),
+					checkDriftRestored(t, api, string(ca)),
+				),
+			},
+			{
+				// A tag that exists nowhere: the new pods cannot pull it.
+				PreConfig:   func() { updateStart = time.Now() },
+				Config:      config(strings.Replace(node.Image, ":0.0.0-node", ":no-such-tag", 1), "10m"),
+				ExpectError: regexp.MustCompile(`ErrImagePull|ImagePullBackOff`),
+				Check: func(*terraform.State) error {
+					failedAfter = time.Since(updateStart)
+					return nil
+				},
+			},
+		},
+	})
+	if !updateStart.IsZero() {
+		failedAfter = time.Since(updateStart)
+		t.Logf("the apply with an image that cannot be pulled failed after %s (update timeout 10m)", failedAfter.Round(time.Second))
+		if failedAfter > 2*time.Minute {
+			t.Errorf("the apply with an image that cannot be pulled took %s to fail: it should fail on the pod's reason, not wait", failedAfter)
+		}
+	}
+}
+
+func checkPodsReady(namespace string, selector map[string]string, want int) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		pods, err := runningPods(context.Background(), namespace, selector)
+		if err != nil {
+			return err
+		}
+		ready := 0
+		for _, p := range pods {
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		if ready != want {
+			return fmt.Errorf("%d pods Ready in %s, want %d", ready, namespace, want)
+		}
+		return nil
+	}
+}
+
+// checkInCluster: the pods get no kubeconfig; they run on the projected
+// ServiceAccount token and the `kubernetes` Service.
+func checkInCluster(namespace string, selector map[string]string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		pods, err := runningPods(context.Background(), namespace, selector)
+		if err != nil {
+			return err
+		}
+		for _, p := range pods {
+			for _, c := range p.Spec.Containers {
+				if slices.ContainsFunc(append(c.Args, c.Command...), func(a string) bool { return strings.Contains(a, "kubeconfig") }) {
+					return fmt.Errorf("pod %s is given a kubeconfig: %q", p.Name, c.Args)
+				}
+			}
+		}
+		return nil
+	}
+}
+
+// checkLeader: the leader election Lease is held by one of the pods.
+func checkLeader(namespace, lease string, selector map[string]string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		ctx := context.Background()
+		l, err := env.Clientset().CoordinationV1().Leases(namespace).Get(ctx, lease, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("leader election Lease: %w", err)
+		}
+		pods, err := runningPods(ctx, namespace, selector)
+		if err != nil {
+			return err
+		}
+		holder := ""
+		if l.Spec.HolderIdentity != nil {
+			holder = *l.Spec.HolderIdentity
+		}
+		for _, p := range pods {
+			if strings.HasPrefix(holder, p.Name) {
+				return nil
+			}
+		}
+		return fmt.Errorf("Lease %s/%s held by %q, none of the reconciler pods", namespace, lease, holder)
+	}
+}
+
+// TestAccPod_reporter: the reporter DaemonSet's pod on the node probes a
+// real KMS v2 plugin on the host at /var/run/kmsplugin/kms-1.sock through
+// its hostPath mount, and writes its node's condition with its projected
+// token under the node name from the downward API; the data source reads it
+// back as healthy.
+func TestAccPod_reporter(t *testing.T) {
+	node := mustNode(t)
+	ctx := context.Background()
+	if err := os.MkdirAll("/var/run/kmsplugin", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	plugin, err := kmstest.Start(filepath.Join("/var/run/kmsplugin", "kms-1.sock"), "pod-kek-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(plugin.Stop)
+	ns := "pod-reporter"
+	if _, err := env.Clientset().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	config := providerBlock() + fmt.Sprintf(`
+resource "kmshealth_reporter" "this" {
+  namespace      = %q
+  image          = %q
+  probe_interval = "5s"
+}
+
+data "kmshealth_kms_plugin_health" "this" {
+  depends_on      = [kmshealth_reporter.this]
+  expected_nodes  = [%q]
+  max_staleness   = "20s"
+  wait_timeout    = "2m"
+  require_healthy = true
+}
+`, ns, node.Image, node.Name)
+	selector := map[string]string{install.NameLabel: reporterinstall.NameValue}
+	const data = "data.kmshealth_kms_plugin_health.this"
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6,
+		Steps: []resource.TestStep{{
+			Config: config,
+			Check: resource.ComposeAggregateTestCheckFunc(
+				resource.TestCheckResourceAttr(data, "healthy", "true"),
+				resource.TestCheckResourceAttr(data, "nodes.#", "1"),
+				resource.TestCheckResourceAttr(data, "nodes.0.name", node.Name),
+				resource.TestCheckResourceAttr(data, "nodes.0.plugins.0.key_id", "1"),
+				resource.TestCheckResourceAttr(data, "nodes.0.plugins.0.kek_id", "pod-kek-1"),
+				resource.TestCheckResourceAttr(data, "nodes.0.plugins.0.status", "healthy"),
+				checkPodsReady(ns, selector, 1),
+				checkHardened(node, ns, selector, reporterinstall.ContainerName, "0", 1),
+			),
+		}},
+	})
+}

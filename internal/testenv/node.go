@@ -1,0 +1,15 @@
+package testenv
+
+// The node's network: one bridge in a network namespace of the test bed's
+// own, with private ranges that exist nowhere else on the machine.
+const (
+	NodeName            = "kmsh-node"
+	BridgeName          = "kmsh0"
+	BridgeAddress       = "10.244.0.1" // the node's InternalIP and the API server's advertised address
+	PodCIDR             = "10.244.0.0/24"
+	ServiceCIDR         = "10.96.0.0/16"
+	KubernetesServiceIP = "10.96.0.1"
+	// SandboxImage is the pause image the node's containerd uses for pod
+	// sandboxes, built and imported by the test bed.
+	SandboxImage = "kmshealth.test/pause:1"
+)

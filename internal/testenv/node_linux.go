@@ -1,0 +1,574 @@
+package testenv
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	ktypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/image"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
+)
+
+// nodeImageVersion is the tag of the project image the node runs: built
+// from this checkout by `make image`'s own program, never pulled.
+const nodeImageVersion = "0.0.0-node"
+
+// Node is one real kubelet node, with the controllers that make pods of
+// Deployments and DaemonSets and the proxy that makes Services reach them.
+type Node struct {
+	Name string
+	// Image is the project's in-cluster image, built from this checkout by
+	// `make image`'s program and imported into containerd. Pods name it with
+	// pull policy IfNotPresent or Never: the node has no registry.
+	Image string
+	// ImageTarball is that image's OCI layout tarball.
+	ImageTarball string
+	// ContainerdSocket is the node's containerd (CRI) socket.
+	ContainerdSocket string
+	// StartTime is how long the node took from nothing to Ready, images
+	// included.
+	StartTime time.Duration
+
+	env   *Env
+	dir   string
+	procs []*exec.Cmd // in start order
+}
+
+// Node starts this package's node on first use and returns it. Only a
+// package whose TestMain is MainWithNode has one.
+func (e *Env) Node(ctx context.Context) (*Node, error) {
+	if !e.forNode {
+		return nil, errors.New("no node in this package: its TestMain must be testenv.MainWithNode")
+	}
+	e.nodeOnce.Do(func() {
+		e.node = &Node{Name: NodeName, env: e, dir: filepath.Join(e.Dir, "node")}
+		start := time.Now()
+		if e.nodeErr = e.node.start(ctx); e.nodeErr != nil {
+			e.node.stop()
+			e.nodeErr = fmt.Errorf("start the node (logs in %s): %w", e.node.dir, e.nodeErr)
+			return
+		}
+		e.node.StartTime = time.Since(start)
+	})
+	return e.node, e.nodeErr
+}
+
+func (n *Node) path(name string) string { return filepath.Join(n.dir, name) }
+
+func (n *Node) start(ctx context.Context) error {
+	if isolated == nil {
+		return errors.New("the node runs only in its own namespaces (testenv.MainWithNode)")
+	}
+	if err := os.MkdirAll(n.dir, 0o700); err != nil {
+		return err
+	}
+	moduleDir := moduleRoot()
+	// The project image, exactly as `make image` builds it, and the sandbox.
+	n.Image = install.ImageRepository + ":" + nodeImageVersion
+	n.ImageTarball = n.path("image.oci.tar")
+	if out, err := goCommand(ctx, moduleDir, "run", "./internal/cmd/image", "-version", nodeImageVersion, "-out", n.ImageTarball).CombinedOutput(); err != nil {
+		return fmt.Errorf("make image: %w: %s", err, out)
+	}
+	pauseTar := n.path("pause.oci.tar")
+	if err := buildPauseImage(ctx, moduleDir, n.path("pause"), pauseTar); err != nil {
+		return err
+	}
+
+	if err := n.startContainerd(ctx); err != nil {
+		return err
+	}
+	for _, tarball := range []string{pauseTar, n.ImageTarball} {
+		if out, err := exec.CommandContext(ctx, "ctr", "-a", n.ContainerdSocket, "-n", "k8s.io", "images", "import", tarball).CombinedOutput(); err != nil {
+			return fmt.Errorf("ctr images import %s: %w: %s", tarball, err, out)
+		}
+	}
+	if err := n.startKubelet(); err != nil {
+		return err
+	}
+	e := n.env
+	for _, c := range []struct {
+		log  string
+		args []string
+	}{
+		{"kube-controller-manager.log", []string{
+			"kube-controller-manager",
+			"--kubeconfig=" + e.Kubeconfig,
+			"--authentication-kubeconfig=" + e.Kubeconfig,
+			"--authorization-kubeconfig=" + e.Kubeconfig,
+			"--service-account-private-key-file=" + filepath.Join(e.Dir, "sa.key"),
+			"--root-ca-file=" + filepath.Join(e.Dir, "ca.crt"),
+			"--cluster-cidr=" + PodCIDR,
+			"--service-cluster-ip-range=" + ServiceCIDR,
+			"--leader-elect=false",
+			"--bind-address=127.0.0.1",
+			"--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller",
+			"--v=1",
+		}},
+		{"kube-scheduler.log", []string{
+			"kube-scheduler",
+			"--kubeconfig=" + e.Kubeconfig,
+			"--authentication-kubeconfig=" + e.Kubeconfig,
+			"--authorization-kubeconfig=" + e.Kubeconfig,
+			"--leader-elect=false",
+			"--bind-address=127.0.0.1",
+			"--v=1",
+		}},
+		{"kube-proxy.log", []string{
+			"kube-proxy",
+			"--kubeconfig=" + e.Kubeconfig,
+			"--proxy-mode=iptables",
+			"--cluster-cidr=" + PodCIDR,
+			"--hostname-override=" + NodeName,
+			// conntrack tables are the machine's; the node's network
+			// namespace may not resize them.
+			"--conntrack-max-per-core=0",
+			"--conntrack-tcp-timeout-established=0",
+			"--conntrack-tcp-timeout-close-wait=0",
+			"--v=1",
+		}},
+	} {
+		cmd, err := e.spawnProgram(filepath.Join("node", c.log), e.binary, c.args...)
+		if err != nil {
+			return err
+		}
+		n.procs = append(n.procs, cmd)
+	}
+	if err := n.waitReady(ctx, 3*time.Minute); err != nil {
+		return err
+	}
+	// The node runs this machine's API server: it is a control-plane node,
+	// labelled as kubeadm labels one (kubelet may not label itself so).
+	patch := []byte(`{"metadata":{"labels":{"node-role.kubernetes.io/control-plane":""}}}`)
+	_, err := e.Clientset().CoreV1().Nodes().Patch(ctx, NodeName, ktypes.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
+// startContainerd runs containerd with its own root, state, socket and CNI
+// configuration: pods on the bridge, addresses from PodCIDR, no masquerade.
+func (n *Node) startContainerd(ctx context.Context) error {
+	n.ContainerdSocket = n.path("containerd.sock")
+	cniDir := n.path("cni")
+	if err := os.MkdirAll(cniDir, 0o700); err != nil {
+		return err
+	}
+	cni := fmt.Sprintf(`{
+  "cniVersion": "0.4.0",
+  "name": "kmshealth-node",
+  "plugins": [{
+    "type": "bridge",
+    "bridge": %q,
+    "isGateway": true,
+    "ipMasq": false,
+    "ipam": {
+      "type": "host-local",
+      "ranges": [[{"subnet": %q, "gateway": %q}]],
+      "routes": [{"dst": "0.0.0.0/0"}],
+      "dataDir": %q
+    }
+  }]
+}
+`, BridgeName, PodCIDR, BridgeAddress, n.path("ipam"))
+	if err := os.WriteFile(filepath.Join(cniDir, "10-kmshealth.conflist"), []byte(cni), 0o600); err != nil {
+		return err
+	}
+	config := fmt.Sprintf(`version = 2
+root = %q
+state = %q
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
+
+[grpc]
+  address = %q
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = %q
+  # The sandbox runs without CAP_SYS_RESOURCE: it must not try to lower
+  # its oom_score_adj below its parent's.
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = %q
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+`, n.path("containerd/root"), n.path("containerd/state"), n.ContainerdSocket, SandboxImage, cniDir)
+	if err := os.WriteFile(n.path("containerd.toml"), []byte(config), 0o600); err != nil {
+		return err
+	}
+	cmd, err := n.env.spawnProgram(filepath.Join("node", "containerd.log"), "containerd", "--config", n.path("containerd.toml"))
+	if err != nil {
+		return fmt.Errorf("%w (containerd comes from Debian: apt-get install containerd runc containernetworking-plugins, or `bash tools/install.sh node-packages`)", err)
+	}
+	n.procs = append(n.procs, cmd)
+	// containerd offers no readiness signal but its API answering.
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		if exec.CommandContext(ctx, "ctr", "-a", n.ContainerdSocket, "version").Run() == nil {
+			return nil
+		}
+		if cmd.ProcessState != nil {
+			return fmt.Errorf("containerd exited: %s: %s", cmd.ProcessState, n.env.logTail("node/containerd.log"))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("containerd not answering on %s after 30s: %s", n.ContainerdSocket, n.env.logTail("node/containerd.log"))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// startKubelet runs kubelet as the node's own identity (system:node:<name>,
+// checked by the Node authorizer), on cgroup v1 or v2 with the cgroupfs
+// driver under the node's cgroup root, with image garbage collection off:
+// an image it removed could not be pulled again.
+func (n *Node) startKubelet() error {
+	e := n.env
+	cert, err := newCert(e.ca, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "system:node:" + NodeName, Organization: []string{"system:nodes"}},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+	if err != nil {
+		return err
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["node"] = &clientcmdapi.Cluster{Server: e.Host, CertificateAuthorityData: e.CAPEM}
+	kc.AuthInfos["kubelet"] = &clientcmdapi.AuthInfo{ClientCertificateData: cert.cert, ClientKeyData: cert.key}
+	kc.Contexts["node"] = &clientcmdapi.Context{Cluster: "node", AuthInfo: "kubelet"}
+	kc.CurrentContext = "node"
+	if err := clientcmd.WriteToFile(*kc, n.path("kubelet.kubeconfig")); err != nil {
+		return err
+	}
+	config := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+containerRuntimeEndpoint: unix://%s
+cgroupDriver: cgroupfs
+cgroupRoot: %s
+failCgroupV1: false
+failSwapOn: false
+podLogsDir: %s
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: %s}
+authorization: {mode: Webhook}
+readOnlyPort: 0
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: {memory.available: "1Mi", nodefs.available: "1%%", imagefs.available: "1%%"}
+serializeImagePulls: false
+fileCheckFrequency: 1s
+syncFrequency: 10s
+`, n.ContainerdSocket, isolated.cgroupRoot, n.path("pod-logs"), filepath.Join(e.Dir, "ca.crt"))
+	if err := os.WriteFile(n.path("kubelet.yaml"), []byte(config), 0o600); err != nil {
+		return err
+	}
+	cmd, err := e.spawnProgram(filepath.Join("node", "kubelet.log"), e.binary,
+		"kubelet",
+		"--config="+n.path("kubelet.yaml"),
+		"--kubeconfig="+n.path("kubelet.kubeconfig"),
+		"--root-dir="+n.path("kubelet"),
+		"--cert-dir="+n.path("kubelet-pki"),
+		"--hostname-override="+NodeName,
+		"--node-ip="+BridgeAddress,
+		"--v=1",
+	)
+	if err != nil {
+		return err
+	}
+	n.procs = append(n.procs, cmd)
+	return nil
+}
+
+// waitReady watches the Node until kubelet reports it Ready.
+func (n *Node) waitReady(ctx context.Context, limit time.Duration) error {
+	client := n.env.Clientset()
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	lw := cache.NewListWatchFromClient(client.CoreV1().RESTClient(), "nodes", "", fields.OneTermEqualSelector("metadata.name", NodeName))
+	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Node{}, nil, func(ev watch.Event) (bool, error) {
+		node, ok := ev.Object.(*corev1.Node)
+		if !ok {
+			return false, nil
+		}
+		for _, c := range node.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("node %s not Ready after %s: %w; kubelet log: %s", NodeName, limit, err, n.env.logTail("node/kubelet.log"))
+	}
+	return nil
+}
+
+// stop ends the node's processes, newest first. Their containers end with
+// the node's PID namespace.
+func (n *Node) stop() {
+	for i := len(n.procs) - 1; i >= 0; i-- {
+		stop(n.procs[i])
+	}
+	n.procs = nil
+}
+
+// moduleRoot is this checkout's module directory.
+func moduleRoot() string {
+	_, self, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(self), "..", "..")
+}
+
+func goCommand(ctx context.Context, dir string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	return cmd
+}
+
+// buildPauseImage builds the pause program statically and packages it as a
+// one-layer OCI image named SandboxImage, written as a layout tarball.
+func buildPauseImage(ctx context.Context, moduleDir, binary, out string) error {
+	if b, err := goCommand(ctx, moduleDir, "build", "-trimpath", "-ldflags=-s -w", "-o", binary, "./internal/testenv/pause").CombinedOutput(); err != nil {
+		return fmt.Errorf("build the pause program: %w: %s", err, b)
+	}
+	data, err := os.ReadFile(binary)
+	if err != nil {
+		return err
+	}
+	var layer bytes.Buffer
+	tw := tar.NewWriter(&layer)
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "pause", Mode: 0o755, Size: int64(len(data))}); err != nil {
+		return err
+	}
+	if _, err := tw.Write(data); err != nil {
+		return err
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layer.Bytes())), nil }, tarball.WithMediaType(types.OCILayer))
+	if err != nil {
+		return err
+	}
+	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	if img, err = mutate.ConfigFile(img, &v1.ConfigFile{
+		Architecture: runtime.GOARCH,
+		OS:           "linux",
+		RootFS:       v1.RootFS{Type: "layers"},
+		Config:       v1.Config{Entrypoint: []string{"/pause"}, User: "65535"},
+	}); err != nil {
+		return err
+	}
+	if img, err = mutate.Append(img, mutate.Addendum{Layer: l, MediaType: types.OCILayer}); err != nil {
+		return err
+	}
+	ref, err := name.NewTag(SandboxImage)
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	if err := image.WriteLayout(f, ref, img); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// NodeLog is the tail of one of the node's logs (kubelet, containerd,
+// kube-controller-manager, kube-scheduler, kube-proxy), for failure messages.
+func (n *Node) NodeLog(component string) string {
+	return n.env.logTail(filepath.Join("node", component+".log"))
+}
+
+// PodLogs returns what the containers of a pod wrote, read from kubelet's
+// pod log directory (the test bed's kube-apiserver has no route to kubelet's
+// log endpoint it trusts).
+func (n *Node) PodLogs(namespace, pod string) string {
+	matches, _ := filepath.Glob(filepath.Join(n.path("pod-logs"), namespace+"_"+pod+"_*", "*", "*.log"))
+	var b strings.Builder
+	for _, m := range matches {
+		data, _ := os.ReadFile(m)
+		if len(data) > 4000 {
+			data = data[len(data)-4000:]
+		}
+		fmt.Fprintf(&b, "==> %s <==\n%s\n", m, data)
+	}
+	return b.String()
+}
+
+// Process is a container's main process as the kernel sees it: in the
+// node's PID namespace, with its credentials, capabilities, seccomp mode,
+// root mount and memory.
+type Process struct {
+	PID        int
+	UID, GID   string // real uid and gid (first fields of Uid:/Gid:)
+	CapEff     string // effective capabilities, hex
+	CapBnd     string // bounding set, hex
+	NoNewPrivs bool
+	Seccomp    int    // 0 none, 1 strict, 2 filter
+	RootRO     bool   // its / is mounted read-only
+	VmRSS      uint64 // bytes, from /proc/<pid>/status
+	// WorkingSet is its container cgroup's memory usage less inactive file
+	// pages, in bytes: what kubelet and the metrics API report.
+	WorkingSet uint64
+}
+
+// ContainerProcess finds the main process of the container named container
+// in pod (which must be running) and reads what the kernel says of it.
+func (n *Node) ContainerProcess(ctx context.Context, pod *corev1.Pod, container string) (*Process, error) {
+	var id string
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.Name == container {
+			id = strings.TrimPrefix(s.ContainerID, "containerd://")
+		}
+	}
+	if id == "" {
+		return nil, fmt.Errorf("pod %s/%s has no running container %q", pod.Namespace, pod.Name, container)
+	}
+	out, err := exec.CommandContext(ctx, "ctr", "-a", n.ContainerdSocket, "-n", "k8s.io", "tasks", "ls").Output()
+	if err != nil {
+		return nil, fmt.Errorf("ctr tasks ls: %w", err)
+	}
+	p := &Process{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == id {
+			p.PID, err = strconv.Atoi(f[1])
+			if err != nil {
+				return nil, fmt.Errorf("ctr tasks ls: pid %q: %w", f[1], err)
+			}
+		}
+	}
+	if p.PID == 0 {
+		return nil, fmt.Errorf("container %s of pod %s/%s has no task in containerd", id, pod.Namespace, pod.Name)
+	}
+	proc := func(name string) (string, error) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", p.PID, name))
+		return string(b), err
+	}
+	status, err := proc("status")
+	if err != nil {
+		return nil, err
+	}
+	for _, line := range strings.Split(status, "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		f := strings.Fields(v)
+		if len(f) == 0 {
+			continue
+		}
+		switch k {
+		case "Uid":
+			p.UID = f[0]
+		case "Gid":
+			p.GID = f[0]
+		case "CapEff":
+			p.CapEff = f[0]
+		case "CapBnd":
+			p.CapBnd = f[0]
+		case "NoNewPrivs":
+			p.NoNewPrivs = f[0] == "1"
+		case "Seccomp":
+			p.Seccomp, _ = strconv.Atoi(f[0])
+		case "VmRSS":
+			kb, _ := strconv.ParseUint(f[0], 10, 64)
+			p.VmRSS = kb * 1024
+		}
+	}
+	mounts, err := proc("mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	for _, line := range strings.Split(mounts, "\n") {
+		// id parent major:minor root mountpoint options ...
+		if f := strings.Fields(line); len(f) > 5 && f[4] == "/" {
+			p.RootRO = strings.HasPrefix(f[5], "ro,") || f[5] == "ro"
+		}
+	}
+	cgroups, err := proc("cgroup")
+	if err != nil {
+		return nil, err
+	}
+	p.WorkingSet, err = workingSet(cgroups)
+	return p, err
+}
+
+// workingSet reads the memory cgroup named in a /proc/<pid>/cgroup text:
+// usage less inactive file pages, on cgroup v1 or v2.
+func workingSet(procCgroup string) (uint64, error) {
+	for _, line := range strings.Split(procCgroup, "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		var usageFile, inactiveKey, dir string
+		switch {
+		case slices.Contains(strings.Split(f[1], ","), "memory"):
+			dir, usageFile, inactiveKey = filepath.Join("/sys/fs/cgroup/memory", f[2]), "memory.usage_in_bytes", "total_inactive_file"
+		case f[0] == "0" && f[1] == "":
+			if _, err := os.Stat("/sys/fs/cgroup/memory.stat"); err != nil {
+				continue // v2 mounted beside v1 hierarchies (hybrid): not the memory controller
+			}
+			dir, usageFile, inactiveKey = filepath.Join("/sys/fs/cgroup", f[2]), "memory.current", "inactive_file"
+		default:
+			continue
+		}
+		usageText, err := os.ReadFile(filepath.Join(dir, usageFile))
+		if err != nil {
+			return 0, err
+		}
+		usage, err := strconv.ParseUint(strings.TrimSpace(string(usageText)), 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		stat, err := os.ReadFile(filepath.Join(dir, "memory.stat"))
+		if err != nil {
+			return 0, err
+		}
+		for _, l := range strings.Split(string(stat), "\n") {
+			if k, v, ok := strings.Cut(l, " "); ok && k == inactiveKey {
+				inactive, _ := strconv.ParseUint(v, 10, 64)
+				if inactive < usage {
+					return usage - inactive, nil
+				}
+				return 0, nil
+			}
+		}
+		return usage, nil
+	}
+	return 0, fmt.Errorf("no memory cgroup in %q", procCgroup)
+}
