@@ -38,3 +38,12 @@ func mainWith(m *testing.M, set func(*Env), forNode bool) {
 	env.Stop()
 	os.Exit(code)
 }
+
+// Isolate is MainWithNode's first step for a program (the bench): the
+// program runs again inside the node's namespaces and only that copy
+// returns; the original exits with its status after tear-down.
+func Isolate() error { return isolate() }
+
+// StartForNode starts a control plane that a node's pods can reach; call
+// Isolate first.
+func StartForNode(ctx context.Context) (*Env, error) { return start(ctx, true) }

@@ -39,6 +39,7 @@ const usage = `usage: go run ./internal/cmd/bench <subcommand> [flags]
   ` + planUsage + `
   ` + reconcileUsage + `
   ` + kmsUsage + `
+  ` + podUsage + `
   all  (plan, reconcile and kms in turn, default flags)`
 
 func main() {
@@ -72,6 +73,10 @@ var subcommands = map[string]func(args []string) (runner, error){
 	},
 	"kms": func(args []string) (runner, error) {
 		o, err := parseKMSFlags(args)
+		return o.run, err
+	},
+	"pod": func(args []string) (runner, error) {
+		o, err := parsePodFlags(args)
 		return o.run, err
 	},
 	"all": parseAll,

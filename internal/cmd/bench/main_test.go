@@ -196,6 +196,9 @@ func TestParseArgs(t *testing.T) {
 		{args: []string{"kms", "-flips=0"}, wantErr: "-flips=0"},
 		{args: []string{"kms", "-cli=tofu"}, wantErr: "not defined"},
 		{args: []string{"kms", "--", "x"}, wantErr: "unexpected arguments"},
+		{args: []string{"pod", "-corruptions=3", "-apiservices=10"}},
+		{args: []string{"pod", "-apiservices=0"}, wantErr: "-apiservices=0"},
+		{args: []string{"pod", "-idle=1s"}, wantErr: "not defined"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -265,6 +265,23 @@ func (b *reconcileBench) record(ctx context.Context, sources map[string]cabundle
 // the good bundle. After each restore it waits until the reconciler has
 // counted it, so the next corruption finds the reconciler idle.
 func (b *reconcileBench) restoreLatency(ctx context.Context, p *devenv.Process, name string, good []byte) (devenv.Latencies, error) {
+	corrections, err := p.Metric(correctionsSeries)
+	if err != nil {
+		return nil, err
+	}
+	return b.timeRestores(ctx, name, good, func() error {
+		corrections++
+		want := corrections
+		return waitMetrics(ctx, p, fmt.Sprintf("%s = %v", correctionsSeries, want), 20*time.Millisecond, 10*time.Second,
+			func(m map[string]float64) bool { return m[correctionsSeries] >= want })
+	})
+}
+
+// timeRestores corrupts name's caBundle b.o.corruptions times and times
+// each restore, from the corrupting write's response to the watch event of
+// the good bundle; settled runs after each restore, before the next
+// corruption.
+func (b *reconcileBench) timeRestores(ctx context.Context, name string, good []byte, settled func() error) (devenv.Latencies, error) {
 	apis := b.agg.ApiregistrationV1().APIServices()
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
 	w, err := apis.Watch(ctx, metav1.ListOptions{FieldSelector: sel})
@@ -272,10 +289,6 @@ func (b *reconcileBench) restoreLatency(ctx context.Context, p *devenv.Process, 
 		return nil, err
 	}
 	defer w.Stop()
-	corrections, err := p.Metric(correctionsSeries)
-	if err != nil {
-		return nil, err
-	}
 	bad := newCA("stale")
 	out := make(devenv.Latencies, 0, b.o.corruptions)
 	for range b.o.corruptions {
@@ -314,10 +327,7 @@ func (b *reconcileBench) restoreLatency(ctx context.Context, p *devenv.Process, 
 				return nil, ctx.Err()
 			}
 		}
-		corrections++
-		want := corrections
-		if err := waitMetrics(ctx, p, fmt.Sprintf("%s = %v", correctionsSeries, want), 20*time.Millisecond, 10*time.Second,
-			func(m map[string]float64) bool { return m[correctionsSeries] >= want }); err != nil {
+		if err := settled(); err != nil {
 			return nil, err
 		}
 	}
@@ -381,7 +391,7 @@ func (b *reconcileBench) start(ctx context.Context) (*devenv.Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (log: %s)", err, logf.Name())
 	}
-	if err := b.waitLeader(ctx); err != nil {
+	if err := b.waitLeader(ctx, reconcileNamespace, leaseName); err != nil {
 		p.Stop()
 		return nil, fmt.Errorf("%w (log: %s)", err, logf.Name())
 	}
@@ -409,14 +419,14 @@ func ready(p *devenv.Process) bool {
 }
 
 // waitLeader watches the reconciler's Lease until it has a holder.
-func (b *reconcileBench) waitLeader(ctx context.Context) error {
+func (b *reconcileBench) waitLeader(ctx context.Context, namespace, leaseName string) error {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	held := func(obj any) bool {
 		l, ok := obj.(*coordinationv1.Lease)
 		return ok && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != ""
 	}
-	lw := cache.NewListWatchFromClient(b.core.CoordinationV1().RESTClient(), "leases", reconcileNamespace,
+	lw := cache.NewListWatchFromClient(b.core.CoordinationV1().RESTClient(), "leases", namespace,
 		fields.OneTermEqualSelector("metadata.name", leaseName))
 	_, err := watchtools.UntilWithSync(ctx, lw, &coordinationv1.Lease{}, func(s cache.Store) (bool, error) {
 		return slices.ContainsFunc(s.List(), held), nil
@@ -424,7 +434,7 @@ func (b *reconcileBench) waitLeader(ctx context.Context) error {
 		return e.Type != watch.Deleted && held(e.Object), nil
 	})
 	if err != nil {
-		return fmt.Errorf("leader election: Lease %s/%s has no holder: %w", reconcileNamespace, leaseName, err)
+		return fmt.Errorf("leader election: Lease %s/%s has no holder: %w", namespace, leaseName, err)
 	}
 	return nil
 }
