@@ -160,7 +160,8 @@ func (r *reconcilerResource) Schema(ctx context.Context, _ resource.SchemaReques
 				Optional: true, Computed: true,
 				Default: booldefault.StaticBool(false),
 				MarkdownDescription: "Create `namespace` (labelled as kmshealth's, enforcing the `restricted` Pod Security Standard) " +
-					"and delete it on destroy. Default `false`. An existing namespace that kmshealth did not create is never " +
+					"and delete it on destroy, which waits (up to the `delete` timeout) until the namespace is gone, so an apply right " +
+					"after a destroy finds no `Terminating` namespace. Default `false`. An existing namespace that kmshealth did not create is never " +
 					"taken over or deleted: with `true` the apply stops instead. Turning it off later hands the namespace over (its " +
 					"kmshealth labels are removed) and destroy keeps it.",
 			},

@@ -628,14 +628,7 @@ func TestAccReconciler_createNamespace(t *testing.T) {
 			checkUninstalled(ns, "kmshealth-reconciler"),
 			checkUninstalled(existing, "kmshealth-reconciler"),
 			checkNamespaceKept(existing),
-			func(*terraform.State) error {
-				// No namespace controller runs here: deleted means Terminating.
-				n, err := env.Clientset().CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
-				if err == nil && n.DeletionTimestamp == nil {
-					return fmt.Errorf("namespace %s that kmshealth created was not deleted", ns)
-				}
-				return nil
-			},
+			checkNamespaceGone(ns),
 		),
 		Steps: []resource.TestStep{
 			{
@@ -663,8 +656,36 @@ func TestAccReconciler_createNamespace(t *testing.T) {
 				),
 			},
 			{ResourceName: reconcilerAddr, ImportState: true, ImportStateId: ns + "/kmshealth-reconciler", ImportStateVerify: true, ImportStateVerifyIgnore: []string{"wait_for_rollout"}},
+			{
+				// Destroy waits until the namespace is gone (the namespace
+				// controller has emptied it), so an apply right after it
+				// creates the namespace afresh instead of meeting it
+				// Terminating.
+				Config:  providerBlock(),
+				Destroy: true,
+				Check:   checkNamespaceGone(ns),
+			},
+			{Config: reconcilerConfig(fmt.Sprintf("namespace = %q\ncreate_namespace = true", ns))},
 		},
 	})
+}
+
+// checkNamespaceGone asserts the namespace no longer exists at all, not
+// even Terminating.
+func checkNamespaceGone(ns string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		n, err := env.Clientset().CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return err
+		case n.DeletionTimestamp != nil:
+			return fmt.Errorf("namespace %s that kmshealth created is still Terminating after destroy", ns)
+		default:
+			return fmt.Errorf("namespace %s that kmshealth created was not deleted", ns)
+		}
+	}
 }
 
 // onDeployment plays a controller of the Deployment namespace/name (there

@@ -34,7 +34,7 @@ func Declare(c Config) install.Declaration {
 	}
 	nsID := install.ID{Kind: install.Namespaces, Name: c.Namespace}
 	if c.CreateNamespace {
-		d.Objects = append(d.Objects, install.Object{ID: nsID, Body: objs.Namespace, Shared: true,
+		d.Objects = append(d.Objects, install.Object{ID: nsID, Body: objs.Namespace, Shared: true, WaitGone: true,
 			ForeignHint: "kmshealth deletes only namespaces it created, so set create_namespace = false to install into it"})
 	} else {
 		// create_namespace turned off: hand the namespace over by dropping

@@ -35,12 +35,15 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/image"
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 )
 
-// nodeImageVersion is the tag of the project image the node runs: built
-// from this checkout by `make image`'s own program, never pulled.
-const nodeImageVersion = "0.0.0-node"
+// The project image the node runs: built from this checkout by `make
+// image`'s own program, named in a registry that does not exist, so it is
+// only ever found imported, never pulled.
+const (
+	nodeImageRepository = "kmshealth.test/terraform-provider-kmshealth"
+	nodeImageVersion    = "0.0.0-node"
+)
 
 // Node is one real kubelet node, with the controllers that make pods of
 // Deployments and DaemonSets and the proxy that makes Services reach them.
@@ -93,9 +96,10 @@ func (n *Node) start(ctx context.Context) error {
 	}
 	moduleDir := moduleRoot()
 	// The project image, exactly as `make image` builds it, and the sandbox.
-	n.Image = install.ImageRepository + ":" + nodeImageVersion
+	n.Image = nodeImageRepository + ":" + nodeImageVersion
 	n.ImageTarball = n.path("image.oci.tar")
-	if out, err := goCommand(ctx, moduleDir, "run", "./internal/cmd/image", "-version", nodeImageVersion, "-out", n.ImageTarball).CombinedOutput(); err != nil {
+	if out, err := goCommand(ctx, moduleDir, "run", "./internal/cmd/image",
+		"-repository", nodeImageRepository, "-version", nodeImageVersion, "-out", n.ImageTarball).CombinedOutput(); err != nil {
 		return fmt.Errorf("make image: %w: %s", err, out)
 	}
 	pauseTar := n.path("pause.oci.tar")

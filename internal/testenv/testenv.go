@@ -2,7 +2,9 @@
 // demo run against: etcd and kube-apiserver (the kube-testserver binary built
 // by tools/install.sh from the Go module proxy) on free loopback ports, RBAC
 // on, token and client-certificate authentication, and Secrets encrypted at
-// rest through a real KMS v2 plugin (package kmstest) on a unix socket.
+// rest through a real KMS v2 plugin (package kmstest) on a unix socket, and
+// kube-controller-manager's namespace controller. MainWithNode adds a real
+// node (kubelet, every controller, the scheduler and kube-proxy).
 package testenv
 
 import (
@@ -53,6 +55,8 @@ type Env struct {
 	apiArgs   []string
 	etcd      *exec.Cmd
 	apiserver *exec.Cmd
+
+	controllers *exec.Cmd // kube-controller-manager, namespace controller only (no node)
 
 	ca       *keyPair
 	forNode  bool // started by MainWithNode, in the node's namespaces
@@ -109,7 +113,7 @@ func (e *Env) start(ctx context.Context) error {
 	e.CAPEM, e.ClientCert, e.ClientKey, e.Token = p.ca.cert, p.admin.cert, p.admin.key, p.adminToken
 	e.ca = p.ca
 
-	ports, err := freePorts(3)
+	ports, err := freePorts(4)
 	if err != nil {
 		return err
 	}
@@ -177,7 +181,26 @@ resources:
 	if err := e.startAPIServer(ctx); err != nil {
 		return err
 	}
-	return e.writeKubeconfig()
+	if err := e.writeKubeconfig(); err != nil {
+		return err
+	}
+	if e.forNode {
+		return nil // the node starts every controller (Env.Node)
+	}
+	// Without a node, the one controller whose absence clients would see:
+	// the namespace controller, which empties and removes deleted
+	// namespaces (else they stay Terminating). No other controller runs, so
+	// tests can play the Deployment and DaemonSet controllers themselves.
+	e.controllers, err = e.spawn("kube-controller-manager.log", "kube-controller-manager",
+		"--kubeconfig="+e.Kubeconfig,
+		"--authentication-kubeconfig="+e.Kubeconfig,
+		"--authorization-kubeconfig="+e.Kubeconfig,
+		"--controllers=namespace",
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(ports[3]),
+		"--v=1")
+	return err
 }
 
 func (e *Env) startAPIServer(ctx context.Context) error {
@@ -220,6 +243,7 @@ func (e *Env) Stop() {
 	if e.node != nil {
 		e.node.stop()
 	}
+	stop(e.controllers)
 	stop(e.apiserver)
 	if e.KMS != nil {
 		e.KMS.Stop()
