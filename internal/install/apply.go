@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -230,11 +231,41 @@ func deleteObject(ctx context.Context, cl Clients, id ID, obj *unstructured.Unst
 	return nil
 }
 
-// WaitGone watches until the object id names is deleted.
+// WaitGone watches until the object id names is deleted. When time runs
+// out it says what holds the object: its finalizers and the conditions its
+// controller reports (a namespace names the resources it could not delete,
+// or an aggregated API that is unavailable and so blocks its deletion).
 func WaitGone(ctx context.Context, cl Clients, id ID) error {
 	err := kube.WaitGone(ctx, cl.resource(id), id.Name)
-	if err != nil && ctx.Err() != nil {
-		return fmt.Errorf("%s was not deleted in time: the API server deletes what it holds first; check for finalizers, or raise the delete timeout", id)
+	if err == nil || ctx.Err() == nil {
+		return err
 	}
-	return err
+	why := "the API server deletes what it holds first; check for finalizers, or raise the delete timeout"
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if obj, gerr := cl.resource(id).Get(rctx, id.Name, metav1.GetOptions{}); gerr == nil {
+		why = "it is held by " + holders(obj) + "; fix that, or raise the delete timeout"
+	}
+	return fmt.Errorf("%s was not deleted in time: %s", id, why)
+}
+
+// holders describes what keeps a deleted object: its finalizers and the
+// True conditions of its status (e.g. NamespaceDeletionDiscoveryFailure).
+func holders(obj *unstructured.Unstructured) string {
+	var parts []string
+	if f := obj.GetFinalizers(); len(f) > 0 {
+		parts = append(parts, "finalizers "+strings.Join(f, ", "))
+	}
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok || m["status"] != "True" {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("condition %v: %v", m["type"], m["message"]))
+	}
+	if len(parts) == 0 {
+		return "nothing it reports (no finalizers, no conditions)"
+	}
+	return strings.Join(parts, "; ")
 }

@@ -670,6 +670,39 @@ func TestAccReconciler_createNamespace(t *testing.T) {
 	})
 }
 
+// TestAccReconciler_namespaceHeld: when the namespace controller cannot
+// empty the namespace (here an aggregated API that is unavailable, which
+// blocks every namespace deletion in a real cluster too), destroy fails at
+// its delete timeout saying what holds the namespace, and succeeds once the
+// cause is gone.
+func TestAccReconciler_namespaceHeld(t *testing.T) {
+	ns := uniqueName(t)
+	broken := createAPIService(t, uniqueName(t)+".example.com", apiServiceOpts{}) // its Service does not exist
+	config := reconcilerConfig(fmt.Sprintf("namespace = %q\ncreate_namespace = true\ntimeouts {\n  delete = \"15s\"\n}", ns))
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6,
+		CheckDestroy:             checkNamespaceGone(ns),
+		Steps: []resource.TestStep{
+			{Config: config},
+			{
+				Config:      config,
+				Destroy:     true,
+				ExpectError: wrappedRE(`(?s)Namespace ` + ns + ` was not deleted in time: it is held by condition NamespaceDeletionDiscoveryFailure: .*` + strings.TrimPrefix(broken, "v1.") + `/v1`),
+			},
+			{
+				PreConfig: func() {
+					err := aggregatorClient(t).ApiregistrationV1().APIServices().Delete(context.Background(), broken, metav1.DeleteOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config:  config,
+				Destroy: true,
+			},
+		},
+	})
+}
+
 // checkNamespaceGone asserts the namespace no longer exists at all, not
 // even Terminating.
 func checkNamespaceGone(ns string) resource.TestCheckFunc {

@@ -204,8 +204,13 @@ func TestAccPod_reconciler(t *testing.T) {
 	ctx := context.Background()
 	ns, srcNS := "pod-reconciler", "pod-reconciler-src"
 	core := env.Clientset().CoreV1()
-	if _, err := core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: srcNS}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	// Namespaces of the test's own: the test's APIService is unavailable (no
+	// Service behind it), which would hold a deleted namespace Terminating
+	// (TestAccReconciler_namespaceHeld covers that destroy).
+	for _, n := range []string{ns, srcNS} {
+		if _, err := core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ca, err := testpki.CertPEM("ca", testpki.Options{})
 	if err != nil {
@@ -232,7 +237,6 @@ resource "kmshealth_apiservice_cabundle" "this" {
 
 resource "kmshealth_reconciler" "this" {
   namespace        = %q
-  create_namespace = true
   image            = %q
   ca_bundles       = { (kmshealth_apiservice_cabundle.this.apiservice_name) = kmshealth_apiservice_cabundle.this.ca_bundle_source }
   timeouts {
