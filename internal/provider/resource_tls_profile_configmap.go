@@ -1,0 +1,568 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
+)
+
+var (
+	_ resource.ResourceWithConfigure      = (*tlsProfileResource)(nil)
+	_ resource.ResourceWithValidateConfig = (*tlsProfileResource)(nil)
+	_ resource.ResourceWithModifyPlan     = (*tlsProfileResource)(nil)
+	_ resource.ResourceWithImportState    = (*tlsProfileResource)(nil)
+)
+
+// NewTLSProfileConfigMapResource is the factory of kmshealth_tls_profile_configmap.
+func NewTLSProfileConfigMapResource() resource.Resource { return &tlsProfileResource{} }
+
+type tlsProfileResource struct{ clients *Clients }
+
+type tlsProfileModel struct {
+	ID             types.String         `tfsdk:"id"`
+	Namespace      types.String         `tfsdk:"namespace"`
+	Name           types.String         `tfsdk:"name"`
+	Source         types.String         `tfsdk:"source"`
+	Profile        *tlsProfileBlock     `tfsdk:"profile"`
+	RolloutTargets []rolloutTargetModel `tfsdk:"rollout_targets"`
+	Hash           types.String         `tfsdk:"hash"`
+	MinTLSVersion  types.String         `tfsdk:"min_tls_version"`
+	CipherSuites   types.List           `tfsdk:"cipher_suites"`
+	Curves         types.List           `tfsdk:"curves"`
+	IsOpenShift    types.Bool           `tfsdk:"is_openshift"`
+	ProfileJSON    types.String         `tfsdk:"profile_json"`
+}
+
+type tlsProfileBlock struct {
+	Type   types.String    `tfsdk:"type"`
+	Custom *tlsCustomBlock `tfsdk:"custom"`
+}
+
+type tlsCustomBlock struct {
+	Ciphers       types.List   `tfsdk:"ciphers"`
+	MinTLSVersion types.String `tfsdk:"min_tls_version"`
+	Curves        types.List   `tfsdk:"curves"`
+}
+
+type rolloutTargetModel struct {
+	Kind      types.String `tfsdk:"kind"`
+	Namespace types.String `tfsdk:"namespace"`
+	Name      types.String `tfsdk:"name"`
+}
+
+func (r *tlsProfileResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_tls_profile_configmap"
+}
+
+func (r *tlsProfileResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
+	computedList := func(desc string) schema.ListAttribute {
+		return schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: desc}
+	}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Resolves a TLS security profile (Old, Intermediate, Modern or Custom, as in OpenShift's " +
+			"`APIServer.spec.tlsSecurityProfile`) once, into a ConfigMap whose `" + tlsprofile.DocumentKey + "` workloads mount and read " +
+			"at startup with no API call, and rolls the workloads named in `rollout_targets` when, and only when, the " +
+			"profile changes (the annotation `" + tlsprofile.HashAnnotation + "` on their pod template).",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "`<namespace>/<name>`; also the import ID.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
+			"namespace": schema.StringAttribute{Required: true, PlanModifiers: replace,
+				MarkdownDescription: "Namespace of the ConfigMap: the workloads that mount it must run there. It must exist."},
+			"name": schema.StringAttribute{Required: true, PlanModifiers: replace,
+				Validators:          []validator.String{stringvalidator.RegexMatches(regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`), "must be a DNS subdomain name: lower case letters, digits, '-' and '.'"), stringvalidator.LengthAtMost(validation.DNS1123SubdomainMaxLength)},
+				MarkdownDescription: "Name of the ConfigMap. A ConfigMap of that name that kmshealth did not create is never taken over: the apply stops instead."},
+			"source": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(string(tlsprofile.SourceStatic)),
+				Validators: []validator.String{stringvalidator.OneOf(string(tlsprofile.SourceStatic), string(tlsprofile.SourceCluster))},
+				MarkdownDescription: "`static` (default): the profile is the `profile` block (Intermediate when there is none). `cluster`: read it, " +
+					"and its `tlsAdherence`, from OpenShift's `config.openshift.io/v1` `APIServer` object `cluster` " +
+					"(`spec.tlsSecurityProfile`; none means Intermediate) at every plan, so a changed cluster profile shows as a change. " +
+					"A cluster without that API is an error. Conflicts with `profile`."},
+			"rollout_targets": schema.ListNestedAttribute{Optional: true,
+				MarkdownDescription: "Workloads that consume the profile: their pod template gets the annotation `" + tlsprofile.HashAnnotation +
+					" = <hash>` by server-side apply of that one field (field manager `" + tlsprofile.TargetFieldManager + "`), so a " +
+					"profile change rolls them and nothing else about them changes. Each must exist. On destroy, or when removed " +
+					"from this list, the annotation is released.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"kind": schema.StringAttribute{Required: true, Validators: []validator.String{stringvalidator.OneOf(tlsprofile.TargetKinds()...)},
+						MarkdownDescription: "`Deployment`, `StatefulSet` or `DaemonSet` (apps/v1)."},
+					"namespace": schema.StringAttribute{Required: true, MarkdownDescription: "Namespace of the workload."},
+					"name":      schema.StringAttribute{Required: true, MarkdownDescription: "Name of the workload."},
+				}},
+				Validators: []validator.List{listvalidator.UniqueValues()},
+			},
+			"hash": schema.StringAttribute{Computed: true,
+				MarkdownDescription: "Hex SHA-256 of `profile_json`, exactly as stored: the rollout annotation's value. It changes only when the profile does."},
+			"min_tls_version": schema.StringAttribute{Computed: true,
+				MarkdownDescription: "The minimum TLS version that applies, e.g. `VersionTLS12`."},
+			"cipher_suites": computedList("The IANA names of the TLS 1.0–1.2 cipher suites a Go server is configured with (TLS 1.3 suites are never configurable in Go); empty with a minimum of TLS 1.3."),
+			"curves":        computedList("The key-exchange curves (groups) a Go server is configured with, by canonical name; empty when the profile names none and the TLS library's defaults apply (`profile_json` then says `\"curvePreferences\": \"" + tlsprofile.LibraryDefaults + "\"`)."),
+			"is_openshift": schema.BoolAttribute{Computed: true, PlanModifiers: []planmodifier.Bool{boolplanmodifier.UseStateForUnknown()},
+				MarkdownDescription: "Whether the cluster serves OpenShift's `config.openshift.io/v1` `APIServer` API. Detected here, once, so " +
+					"workloads take it as an environment value instead of calling discovery at startup."},
+			"profile_json": schema.StringAttribute{Computed: true,
+				MarkdownDescription: "The ConfigMap's `" + tlsprofile.DocumentKey + "`: `type`, `minTLSVersion`, `ciphers` (as given), `cipherSuites` (what Go uses), " +
+					"`curves` (as given), `curvePreferences` (what Go uses, or `\"" + tlsprofile.LibraryDefaults + "\"`) and `source`."},
+		},
+		Blocks: map[string]schema.Block{
+			"profile": schema.SingleNestedBlock{
+				MarkdownDescription: "The profile, with `source = \"static\"`. Without this block: Intermediate.",
+				Attributes: map[string]schema.Attribute{
+					"type": schema.StringAttribute{Optional: true,
+						Validators:          []validator.String{stringvalidator.OneOf(tlsprofile.ValidTypes()...)},
+						MarkdownDescription: "`Old` (minimum TLS 1.0), `Intermediate` (TLS 1.2, the default), `Modern` (TLS 1.3) or `Custom` (the `custom` block), with OpenShift's cipher lists."},
+				},
+				Blocks: map[string]schema.Block{
+					"custom": schema.SingleNestedBlock{
+						MarkdownDescription: "The settings of a `Custom` profile; only with `type = \"Custom\"`.",
+						Attributes: map[string]schema.Attribute{
+							"ciphers": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+								MarkdownDescription: "Cipher names, OpenSSL (`ECDHE-RSA-AES128-GCM-SHA256`) or IANA (`TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256`); TLS 1.3 suites may be listed. Names Go cannot use are dropped with a warning (refused when the cluster's `tlsAdherence` is strict)."},
+							"min_tls_version": schema.StringAttribute{Optional: true,
+								Validators:          []validator.String{stringvalidator.OneOf(tlsprofile.ValidTLSVersions()...)},
+								MarkdownDescription: "`VersionTLS10`, `VersionTLS11`, `VersionTLS12` or `VersionTLS13`; required with `Custom`."},
+							"curves": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+								MarkdownDescription: "Key-exchange curves (OpenShift's `curves`), e.g. `X25519MLKEM768`, `X25519`, `P-256`/`secp256r1`, `P-384`/`secp384r1`. None: the TLS library's defaults."},
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func (r *tlsProfileResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.clients = configure(req.ProviderData, &resp.Diagnostics)
+}
+
+func stringsOf(ctx context.Context, l types.List, diags *diag.Diagnostics) ([]string, bool) {
+	if l.IsNull() {
+		return nil, true
+	}
+	if l.IsUnknown() {
+		return nil, false
+	}
+	var out []string
+	diags.Append(l.ElementsAs(ctx, &out, false)...)
+	return out, true
+}
+
+// spec is the static profile the configuration asks for; known is false
+// while a value is unknown.
+func (m *tlsProfileModel) spec(ctx context.Context, diags *diag.Diagnostics) (spec tlsprofile.Spec, known bool) {
+	spec.Source = tlsprofile.SourceStatic
+	if m.Profile == nil {
+		return spec, true
+	}
+	if m.Profile.Type.IsUnknown() {
+		return spec, false
+	}
+	spec.Type = tlsprofile.ProfileType(m.Profile.Type.ValueString())
+	if c := m.Profile.Custom; c != nil {
+		if c.MinTLSVersion.IsUnknown() {
+			return spec, false
+		}
+		spec.MinTLSVersion = tlsprofile.TLSVersion(c.MinTLSVersion.ValueString())
+		var ok1, ok2 bool
+		spec.Ciphers, ok1 = stringsOf(ctx, c.Ciphers, diags)
+		spec.Curves, ok2 = stringsOf(ctx, c.Curves, diags)
+		if !ok1 || !ok2 {
+			return spec, false
+		}
+	}
+	return spec, true
+}
+
+// fieldPath maps a tlsprofile field ("custom.ciphers[2]") to the attribute.
+func fieldPath(field string) path.Path {
+	p := path.Root("profile")
+	for _, part := range strings.Split(field, ".") {
+		name, idx, indexed := strings.Cut(strings.TrimSuffix(part, "]"), "[")
+		switch name {
+		case "minTLSVersion":
+			name = "min_tls_version"
+		case "":
+			continue
+		}
+		p = p.AtName(name)
+		if indexed {
+			if i, err := strconv.Atoi(idx); err == nil {
+				p = p.AtListIndex(i)
+			}
+		}
+	}
+	return p
+}
+
+// addProfileError reports a profile problem at its attribute.
+func addProfileError(diags *diag.Diagnostics, summary string, err error, cluster bool) {
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	for _, e := range errs {
+		var fe *tlsprofile.FieldError
+		switch {
+		case errors.Is(e, tlsprofile.ErrNoAPIServerAPI):
+			diags.AddAttributeError(path.Root("source"), summary, e.Error())
+		case cluster:
+			diags.AddAttributeError(path.Root("source"), summary, "The cluster's APIServer \""+tlsprofile.APIServerName+"\": "+e.Error())
+		case errors.As(e, &fe) && fe.Field != "":
+			diags.AddAttributeError(fieldPath(fe.Field), summary, e.Error())
+		default:
+			diags.AddAttributeError(path.Root("profile"), summary, e.Error())
+		}
+	}
+}
+
+func (r *tlsProfileResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var m tlsProfileModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if m.Source.ValueString() == string(tlsprofile.SourceCluster) && m.Profile != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("profile"), "Conflicting TLS profile",
+			"source = \"cluster\" reads the profile from the cluster's APIServer object: remove the profile block, or set source = \"static\".")
+		return
+	}
+	if m.Profile != nil && m.Profile.Type.IsNull() && !m.Profile.Type.IsUnknown() {
+		resp.Diagnostics.AddAttributeError(path.Root("profile").AtName("type"), "Missing TLS profile type",
+			"Set type to one of "+strings.Join(tlsprofile.ValidTypes(), ", ")+", or remove the profile block for Intermediate.")
+		return
+	}
+	spec, known := m.spec(ctx, &resp.Diagnostics)
+	if !known || resp.Diagnostics.HasError() {
+		return
+	}
+	if err := tlsprofile.ValidateSpec(spec); err != nil {
+		addProfileError(&resp.Diagnostics, "Invalid TLS profile", err, false)
+	}
+}
+
+// resolve resolves the profile the plan asks for: the static one, or the
+// cluster's (read now). known is false when it cannot be known yet.
+func (r *tlsProfileResource) resolve(ctx context.Context, m *tlsProfileModel, diags *diag.Diagnostics) (res tlsprofile.Resolved, known bool) {
+	spec, known := m.spec(ctx, diags)
+	if !known || diags.HasError() || m.Source.IsUnknown() {
+		return res, false
+	}
+	adherence := tlsprofile.AdherenceNoOpinion
+	cluster := m.Source.ValueString() == string(tlsprofile.SourceCluster)
+	if cluster {
+		if !r.clients.Known() {
+			return res, false
+		}
+		core, dyn, ok := r.clients.coreAndDynamic(diags)
+		if !ok {
+			return res, false
+		}
+		var err error
+		spec, adherence, err = tlsprofile.ReadCluster(ctx, dyn, core.Discovery())
+		if err != nil {
+			if errors.Is(err, tlsprofile.ErrNoAPIServerAPI) {
+				addProfileError(diags, "No cluster TLS profile", err, true)
+			} else {
+				r.clients.addAPIError(diags, apiRequest{Summary: "Cannot read the cluster TLS profile", Verb: "get", Kind: tlsprofile.APIServerKind,
+					Group: tlsprofile.APIServerGroup, Resource: tlsprofile.APIServerResource, Name: tlsprofile.APIServerName, Attribute: path.Root("source")}, err)
+			}
+			return res, false
+		}
+	}
+	res, warnings, err := tlsprofile.Resolve(spec, adherence)
+	for _, w := range warnings {
+		attribute := path.Root("profile")
+		if cluster {
+			attribute = path.Root("source")
+		}
+		diags.AddAttributeWarning(attribute, "TLS profile item Go cannot honour", w)
+	}
+	if err != nil {
+		addProfileError(diags, "TLS profile cannot be honoured", err, cluster)
+		return res, false
+	}
+	return res, true
+}
+
+func listValue(items []string) types.List {
+	vals := make([]attr.Value, len(items))
+	for i, s := range items {
+		vals[i] = types.StringValue(s)
+	}
+	return types.ListValueMust(types.StringType, vals)
+}
+
+// setResolved fills the computed attributes from a document's JSON.
+func (m *tlsProfileModel) setResolved(doc []byte) error {
+	d, err := tlsprofile.ParseDocument(doc)
+	if err != nil {
+		return err
+	}
+	m.ProfileJSON = types.StringValue(string(doc))
+	m.Hash = types.StringValue(tlsprofile.HashJSON(doc))
+	m.MinTLSVersion = types.StringValue(string(d.MinTLSVersion))
+	m.CipherSuites = listValue(d.CipherSuites)
+	m.Curves = listValue(d.CurvePreferences)
+	return nil
+}
+
+func (m *tlsProfileModel) setUnknown() {
+	m.ProfileJSON, m.Hash, m.MinTLSVersion = types.StringUnknown(), types.StringUnknown(), types.StringUnknown()
+	m.CipherSuites, m.Curves = types.ListUnknown(types.StringType), types.ListUnknown(types.StringType)
+}
+
+func (m *tlsProfileModel) targets() []tlsprofile.Target {
+	out := make([]tlsprofile.Target, len(m.RolloutTargets))
+	for i, t := range m.RolloutTargets {
+		out[i] = tlsprofile.Target{Kind: t.Kind.ValueString(), Namespace: t.Namespace.ValueString(), Name: t.Name.ValueString()}
+	}
+	return out
+}
+
+func (r *tlsProfileResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+	var plan tlsProfileModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	plan.ID = types.StringValue(install.ImportID(plan.Namespace.ValueString(), plan.Name.ValueString()))
+	if res, ok := r.resolve(ctx, &plan, &resp.Diagnostics); ok {
+		if err := plan.setResolved(res.JSON); err != nil {
+			resp.Diagnostics.AddError("Resolved TLS profile does not read back", err.Error())
+			return
+		}
+	} else {
+		plan.setUnknown()
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+func (r *tlsProfileResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan tlsProfileModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.write(ctx, &plan, nil, &resp.Diagnostics)
+	if !resp.Diagnostics.HasError() {
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	}
+}
+
+func (r *tlsProfileResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan, state tlsProfileModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.write(ctx, &plan, &state, &resp.Diagnostics)
+	if !resp.Diagnostics.HasError() {
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	}
+}
+
+// write resolves the profile again (a cluster profile may have changed
+// since the plan), checks that every target exists before the first write,
+// writes the ConfigMap, annotates the targets, and releases the targets the
+// prior state had and the plan no longer has.
+func (r *tlsProfileResource) write(ctx context.Context, plan, prior *tlsProfileModel, diags *diag.Diagnostics) {
+	core, dyn, ok := r.clients.coreAndDynamic(diags)
+	if !ok {
+		return
+	}
+	res, known := r.resolve(ctx, plan, diags)
+	if !known {
+		if !diags.HasError() {
+			diags.AddError("TLS profile unknown at apply", "The profile could not be resolved; check the provider configuration.")
+		}
+		return
+	}
+	targets := plan.targets()
+	for i, t := range targets {
+		if _, found, err := tlsprofile.TargetHash(ctx, dyn, t); err != nil || !found {
+			msg := fmt.Sprintf("%s not found: create it first (or add a depends_on on the resource that does), or remove it from rollout_targets.", t)
+			if err != nil {
+				msg = err.Error()
+			}
+			diags.AddAttributeError(path.Root("rollout_targets").AtListIndex(i), "Rollout target unavailable", msg)
+		}
+	}
+	if diags.HasError() {
+		return
+	}
+	ns, name := plan.Namespace.ValueString(), plan.Name.ValueString()
+	ac, err := tlsprofile.ConfigMap(ns, name, res, targets)
+	if err != nil {
+		diags.AddError("Cannot build the TLS profile ConfigMap", err.Error())
+		return
+	}
+	if err := tlsprofile.ApplyConfigMap(ctx, core.CoreV1(), ac); err != nil {
+		if errors.Is(err, tlsprofile.ErrNotOurs) {
+			diags.AddAttributeError(path.Root("name"), "ConfigMap exists", err.Error()+": kmshealth never takes over a ConfigMap it did not create; choose another name, or delete that ConfigMap first.")
+			return
+		}
+		r.clients.addAPIError(diags, apiRequest{Summary: "Cannot write the TLS profile ConfigMap", Verb: "patch", Kind: "ConfigMap", Resource: "configmaps", Namespace: ns, Name: name, Attribute: path.Root("namespace")}, err)
+		return
+	}
+	for i, t := range targets {
+		if err := tlsprofile.AnnotateTarget(ctx, dyn, t, res.Hash); err != nil {
+			diags.AddAttributeError(path.Root("rollout_targets").AtListIndex(i), "Cannot annotate rollout target", err.Error())
+		}
+	}
+	if prior != nil {
+		for _, t := range prior.targets() {
+			if !slices.Contains(targets, t) {
+				if err := tlsprofile.ReleaseTarget(ctx, dyn, t); err != nil {
+					diags.AddWarning("Cannot release rollout target", err.Error())
+				}
+			}
+		}
+	}
+	openshift, err := tlsprofile.IsOpenShift(core.Discovery())
+	if err != nil {
+		diags.AddError("Cannot detect the platform", err.Error())
+		return
+	}
+	plan.IsOpenShift = types.BoolValue(openshift)
+	if err := plan.setResolved(res.JSON); err != nil {
+		diags.AddError("Resolved TLS profile does not read back", err.Error())
+	}
+}
+
+func (r *tlsProfileResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state tlsProfileModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() || !r.clients.Known() {
+		return
+	}
+	core, dyn, ok := r.clients.coreAndDynamic(&resp.Diagnostics)
+	if !ok {
+		return
+	}
+	ns, name := state.Namespace.ValueString(), state.Name.ValueString()
+	doc, liveTargets, found, err := tlsprofile.LiveDocument(ctx, core.CoreV1(), ns, name)
+	if err != nil {
+		r.clients.addAPIError(&resp.Diagnostics, apiRequest{Summary: "Cannot read the TLS profile ConfigMap", Verb: "get", Kind: "ConfigMap", Resource: "configmaps", Namespace: ns, Name: name}, err)
+		return
+	}
+	if !found {
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	written := state.Hash.ValueString() // what the last apply wrote on targets
+	importing := state.Hash.IsNull()
+	if err := state.setResolved(doc); err != nil {
+		// Edited out of band into something unreadable: the plan rewrites it.
+		state.ProfileJSON = types.StringValue(string(doc))
+		state.Hash = types.StringValue(tlsprofile.HashJSON(doc))
+	}
+	if importing {
+		written = state.Hash.ValueString()
+		d, err := tlsprofile.ParseDocument(doc)
+		if err == nil {
+			state.Source = types.StringValue(string(d.Source))
+			// An imported static profile is always explicit: the
+			// configuration must then name its type too.
+			if d.Source == tlsprofile.SourceStatic {
+				state.Profile = &tlsProfileBlock{Type: types.StringValue(string(d.Type))}
+				if d.Type == tlsprofile.ProfileCustom {
+					state.Profile.Custom = &tlsCustomBlock{MinTLSVersion: types.StringValue(string(d.MinTLSVersion)), Ciphers: listValue(d.Ciphers), Curves: listValue(d.Curves)}
+				}
+			}
+		}
+		for _, t := range liveTargets {
+			state.RolloutTargets = append(state.RolloutTargets, rolloutTargetModel{Kind: types.StringValue(t.Kind), Namespace: types.StringValue(t.Namespace), Name: types.StringValue(t.Name)})
+		}
+	}
+	// A target whose annotation is gone or changed drops out of the state,
+	// so the plan puts it back.
+	var kept []rolloutTargetModel
+	for _, t := range state.RolloutTargets {
+		target := tlsprofile.Target{Kind: t.Kind.ValueString(), Namespace: t.Namespace.ValueString(), Name: t.Name.ValueString()}
+		hash, _, err := tlsprofile.TargetHash(ctx, dyn, target)
+		if err != nil && !apierrors.IsNotFound(err) {
+			resp.Diagnostics.AddError("Cannot read rollout target", err.Error())
+			return
+		}
+		if hash == written {
+			kept = append(kept, t)
+		}
+	}
+	state.RolloutTargets = kept
+	openshift, err := tlsprofile.IsOpenShift(core.Discovery())
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot detect the platform", err.Error())
+		return
+	}
+	state.IsOpenShift = types.BoolValue(openshift)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+func (r *tlsProfileResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state tlsProfileModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	core, dyn, ok := r.clients.coreAndDynamic(&resp.Diagnostics)
+	if !ok {
+		return
+	}
+	for _, t := range state.targets() {
+		if err := tlsprofile.ReleaseTarget(ctx, dyn, t); err != nil {
+			resp.Diagnostics.AddError("Cannot release rollout target", err.Error())
+		}
+	}
+	ns, name := state.Namespace.ValueString(), state.Name.ValueString()
+	_, _, found, err := tlsprofile.LiveDocument(ctx, core.CoreV1(), ns, name)
+	if err == nil && found {
+		err = core.CoreV1().ConfigMaps(ns).Delete(ctx, name, metav1.DeleteOptions{})
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		r.clients.addAPIError(&resp.Diagnostics, apiRequest{Summary: "Cannot delete the TLS profile ConfigMap", Verb: "delete", Kind: "ConfigMap", Resource: "configmaps", Namespace: ns, Name: name}, err)
+	}
+}
+
+func (r *tlsProfileResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	ns, name, err := install.ParseID(req.ID, "kube-system/tls-profile", func(n string) []string { return validation.IsDNS1123Subdomain(n) })
+	if err != nil {
+		resp.Diagnostics.AddError("Invalid import ID", err.Error())
+		return
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), ns)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+}
