@@ -12,4 +12,8 @@ const (
 	// SandboxImage is the pause image the node's containerd uses for pod
 	// sandboxes, built and imported by the test bed.
 	SandboxImage = "kmshealth.test/pause:1"
+	// TLSServerImage is a TLS server configured only from a mounted
+	// profile.json (internal/testenv/tlsserver), for the TLS profile's pod
+	// tests; imported like the others.
+	TLSServerImage = "kmshealth.test/tls-server:1"
 )

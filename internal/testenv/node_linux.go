@@ -102,15 +102,18 @@ func (n *Node) start(ctx context.Context) error {
 		"-repository", nodeImageRepository, "-version", nodeImageVersion, "-out", n.ImageTarball).CombinedOutput(); err != nil {
 		return fmt.Errorf("make image: %w: %s", err, out)
 	}
-	pauseTar := n.path("pause.oci.tar")
-	if err := buildPauseImage(ctx, moduleDir, n.path("pause"), pauseTar); err != nil {
+	pauseTar, serverTar := n.path("pause.oci.tar"), n.path("tls-server.oci.tar")
+	if err := buildProgramImage(ctx, moduleDir, "pause", SandboxImage, "65535", pauseTar); err != nil {
+		return err
+	}
+	if err := buildProgramImage(ctx, moduleDir, "tlsserver", TLSServerImage, "65532", serverTar); err != nil {
 		return err
 	}
 
 	if err := n.startContainerd(ctx); err != nil {
 		return err
 	}
-	for _, tarball := range []string{pauseTar, n.ImageTarball} {
+	for _, tarball := range []string{pauseTar, serverTar, n.ImageTarball} {
 		if out, err := exec.CommandContext(ctx, "ctr", "-a", n.ContainerdSocket, "-n", "k8s.io", "images", "import", tarball).CombinedOutput(); err != nil {
 			return fmt.Errorf("ctr images import %s: %w: %s", tarball, err, out)
 		}
@@ -362,11 +365,13 @@ func goCommand(ctx context.Context, dir string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// buildPauseImage builds the pause program statically and packages it as a
-// one-layer OCI image named SandboxImage, written as a layout tarball.
-func buildPauseImage(ctx context.Context, moduleDir, binary, out string) error {
-	if b, err := goCommand(ctx, moduleDir, "build", "-trimpath", "-ldflags=-s -w", "-o", binary, "./internal/testenv/pause").CombinedOutput(); err != nil {
-		return fmt.Errorf("build the pause program: %w: %s", err, b)
+// buildProgramImage builds ./internal/testenv/<program> statically and
+// packages it as a one-layer OCI image named ref, entrypoint /<program>, run
+// as user, written as a layout tarball to out.
+func buildProgramImage(ctx context.Context, moduleDir, program, ref, user, out string) error {
+	binary := filepath.Join(filepath.Dir(out), program)
+	if b, err := goCommand(ctx, moduleDir, "build", "-trimpath", "-ldflags=-s -w", "-o", binary, "./internal/testenv/"+program).CombinedOutput(); err != nil {
+		return fmt.Errorf("build the %s program: %w: %s", program, err, b)
 	}
 	data, err := os.ReadFile(binary)
 	if err != nil {
@@ -374,7 +379,7 @@ func buildPauseImage(ctx context.Context, moduleDir, binary, out string) error {
 	}
 	var layer bytes.Buffer
 	tw := tar.NewWriter(&layer)
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "pause", Mode: 0o755, Size: int64(len(data))}); err != nil {
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: program, Mode: 0o755, Size: int64(len(data))}); err != nil {
 		return err
 	}
 	if _, err := tw.Write(data); err != nil {
@@ -392,14 +397,14 @@ func buildPauseImage(ctx context.Context, moduleDir, binary, out string) error {
 		Architecture: runtime.GOARCH,
 		OS:           "linux",
 		RootFS:       v1.RootFS{Type: "layers"},
-		Config:       v1.Config{Entrypoint: []string{"/pause"}, User: "65535"},
+		Config:       v1.Config{Entrypoint: []string{"/" + program}, User: user},
 	}); err != nil {
 		return err
 	}
 	if img, err = mutate.Append(img, mutate.Addendum{Layer: l, MediaType: types.OCILayer}); err != nil {
 		return err
 	}
-	ref, err := name.NewTag(SandboxImage)
+	tag, err := name.NewTag(ref)
 	if err != nil {
 		return err
 	}
@@ -407,7 +412,7 @@ func buildPauseImage(ctx context.Context, moduleDir, binary, out string) error {
 	if err != nil {
 		return err
 	}
-	if err := image.WriteLayout(f, ref, img); err != nil {
+	if err := image.WriteLayout(f, tag, img); err != nil {
 		_ = f.Close()
 		return err
 	}

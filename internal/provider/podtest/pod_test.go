@@ -7,14 +7,19 @@ package podtest
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,12 +27,18 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 
@@ -38,6 +49,7 @@ import (
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reporterinstall"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testpki"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
 )
 
 var env *testenv.Env
@@ -402,4 +414,227 @@ data "kmshealth_kms_plugin_health" "this" {
 			),
 		}},
 	})
+}
+
+// consumerDeployment is a Deployment of the TLS server that mounts the
+// profile ConfigMap and reads it with no API call (no ServiceAccount token
+// even).
+func consumerDeployment(ns, name, configMap string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	no := false
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					AutomountServiceAccountToken:  &no,
+					TerminationGracePeriodSeconds: new(int64),
+					Containers: []corev1.Container{{
+						Name: "server", Image: testenv.TLSServerImage, ImagePullPolicy: corev1.PullNever,
+						VolumeMounts:   []corev1.VolumeMount{{Name: "tls-profile", MountPath: "/etc/tls-profile", ReadOnly: true}},
+						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8443)}}, PeriodSeconds: 1},
+					}},
+					Volumes: []corev1.Volume{{Name: "tls-profile", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+						LocalObjectReference: corev1.LocalObjectReference{Name: configMap},
+					}}}},
+				},
+			},
+		},
+	}
+}
+
+// waitServing watches the consumer's pods until exactly one, not being
+// deleted, is Ready with hash on its template annotation, and returns it.
+func waitServing(ctx context.Context, ns string, selector map[string]string, hash string) (*corev1.Pod, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	pods := env.Clientset().CoreV1().Pods(ns)
+	sel := labels.SelectorFromSet(selector).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (kruntime.Object, error) {
+			o.LabelSelector = sel
+			return pods.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = sel
+			return pods.Watch(ctx, o)
+		},
+	}
+	var found *corev1.Pod
+	judge := func(store cache.Store) bool {
+		var ready []*corev1.Pod
+		all := 0
+		for _, obj := range store.List() {
+			p := obj.(*corev1.Pod)
+			all++
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && p.DeletionTimestamp == nil && p.Annotations[tlsprofile.HashAnnotation] == hash {
+					ready = append(ready, p)
+				}
+			}
+		}
+		if len(ready) == 1 && all == 1 {
+			found = ready[0]
+			return true
+		}
+		return false
+	}
+	var store cache.Store
+	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Pod{}, func(s cache.Store) (bool, error) {
+		store = s
+		return judge(s), nil
+	}, func(watch.Event) (bool, error) { return judge(store), nil })
+	if err != nil {
+		return nil, fmt.Errorf("no single Ready pod serving profile %s in %s: %w", hash, ns, err)
+	}
+	return found, nil
+}
+
+// fetch connects to the pod's TLS server with at most maxVersion and
+// returns what it answers: the hash of the profile it serves.
+func fetch(pod *corev1.Pod, maxVersion uint16) (string, error) {
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 3 * time.Second}, "tcp", net.JoinHostPort(pod.Status.PodIP, "8443"),
+		&tls.Config{InsecureSkipVerify: true, MaxVersion: maxVersion}) //nolint:gosec // a throwaway self-signed certificate; the test checks versions, not identity
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = conn.Close() }()
+	if _, err := conn.Write([]byte("GET / HTTP/1.0\r\n\r\n")); err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(conn)
+	if err != nil {
+		return "", err
+	}
+	_, body, _ := strings.Cut(string(b), "\r\n\r\n")
+	return body, nil
+}
+
+// TestAccPod_tlsProfile: a workload pod reads profile.json from the mounted
+// ConfigMap, with no API call, and serves TLS by it (TLS 1.2 refused under
+// Modern); with the API server down, its container restarts and serves
+// again from the volume kubelet keeps; a profile change rolls the
+// Deployment to pods carrying the new hash that accept TLS 1.2.
+func TestAccPod_tlsProfile(t *testing.T) {
+	node := mustNode(t)
+	ctx := context.Background()
+	ns := "pod-tls-profile"
+	if _, err := env.Clientset().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Clientset().AppsV1().Deployments(ns).Create(ctx, consumerDeployment(ns, "consumer", "tls-profile"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	selector := map[string]string{"app": "consumer"}
+	config := func(typ string) string {
+		return providerBlock() + fmt.Sprintf(`
+resource "kmshealth_tls_profile_configmap" "this" {
+  namespace = %q
+  name      = "tls-profile"
+  profile {
+    type = %q
+  }
+  rollout_targets = [{ kind = "Deployment", namespace = %q, name = "consumer" }]
+}
+`, ns, typ, ns)
+	}
+	const addr = "kmshealth_tls_profile_configmap.this"
+	hashOf := func(s *terraform.State) string { return s.RootModule().Resources[addr].Primary.Attributes["hash"] }
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6,
+		Steps: []resource.TestStep{
+			{
+				Config: config("Modern"),
+				Check: func(s *terraform.State) error {
+					hash := hashOf(s)
+					pod, err := waitServing(ctx, ns, selector, hash)
+					if err != nil {
+						return fmt.Errorf("%w; kubelet: %s", err, node.NodeLog("kubelet"))
+					}
+					if _, err := fetch(pod, tls.VersionTLS12); err == nil {
+						return errors.New("the Modern profile's server accepted a TLS 1.2 client")
+					}
+					if got, err := fetch(pod, tls.VersionTLS13); err != nil {
+						return fmt.Errorf("TLS 1.3 client: %w", err)
+					} else if got != hash {
+						return fmt.Errorf("the server serves profile %q, want %s", got, hash)
+					}
+					// The API server down: the container is killed and
+					// kubelet starts it again from the volume it keeps.
+					var restarted error
+					start := time.Now()
+					err = env.RestartAPIServer(ctx, func() {
+						restarted = restartFromCache(ctx, node, pod, hash)
+						t.Logf("container killed with the API server down served profile %s again after %s", hash[:12], time.Since(start).Round(100*time.Millisecond))
+					})
+					if err != nil {
+						return fmt.Errorf("restart the API server: %w", err)
+					}
+					if restarted != nil {
+						return restarted
+					}
+					return waitRestarted(ctx, pod)
+				},
+			},
+			{
+				Config: config("Intermediate"),
+				Check: func(s *terraform.State) error {
+					hash := hashOf(s)
+					pod, err := waitServing(ctx, ns, selector, hash)
+					if err != nil {
+						return err
+					}
+					if got, err := fetch(pod, tls.VersionTLS12); err != nil {
+						return fmt.Errorf("after the rollout to Intermediate, a TLS 1.2 client: %w", err)
+					} else if got != hash {
+						return fmt.Errorf("after the rollout, the server serves profile %q, want %s", got, hash)
+					}
+					return nil
+				},
+			},
+		},
+	})
+}
+
+// restartFromCache kills the pod's container while the API server is down
+// and waits (polling the port: there is no API to watch) until a new
+// container process serves the same profile.
+func restartFromCache(ctx context.Context, node *testenv.Node, pod *corev1.Pod, hash string) error {
+	before, err := node.ContainerProcess(ctx, pod, "server")
+	if err != nil {
+		return err
+	}
+	if err := syscall.Kill(before.PID, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("kill the server container: %w", err)
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		if got, err := fetch(pod, tls.VersionTLS13); err == nil && got == hash {
+			return nil
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return fmt.Errorf("the server container did not come back with the API server down; kubelet: %s", node.NodeLog("kubelet"))
+}
+
+// waitRestarted watches the pod until kubelet reports its container
+// restarted: the serving seen while the API server was down came from a new
+// container, not the old one.
+func waitRestarted(ctx context.Context, pod *corev1.Pod) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	lw := cache.NewListWatchFromClient(env.Clientset().CoreV1().RESTClient(), "pods", pod.Namespace, fields.OneTermEqualSelector("metadata.name", pod.Name))
+	restarted := func(obj any) bool {
+		p, ok := obj.(*corev1.Pod)
+		return ok && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount >= 1
+	}
+	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Pod{}, func(s cache.Store) (bool, error) {
+		return slices.ContainsFunc(s.List(), restarted), nil
+	}, func(ev watch.Event) (bool, error) { return restarted(ev.Object), nil })
+	if err != nil {
+		return fmt.Errorf("pod %s/%s never reported a container restart: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
 }

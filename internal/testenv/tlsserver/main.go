@@ -1,0 +1,72 @@
+// Command tlsserver is the TLS profile's consumer in the node tests: it
+// reads profile.json from its mounted ConfigMap, with no API call, and
+// serves HTTPS configured by it alone (a throwaway self-signed
+// certificate). GET / answers the SHA-256 of the profile.json it loaded, so
+// a test can tell which profile a pod serves. A missing or unreadable
+// profile is fatal, as it would be for a real consumer.
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"flag"
+	"fmt"
+	"log"
+	"math/big"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
+)
+
+func main() {
+	profile := flag.String("profile", "/etc/tls-profile/"+tlsprofile.DocumentKey, "the mounted profile.json")
+	addr := flag.String("listen", ":8443", "address to serve HTTPS on")
+	flag.Parse()
+	doc, err := os.ReadFile(*profile)
+	if err != nil {
+		log.Fatalf("tls-server: %v", err)
+	}
+	cfg, err := tlsprofile.TLSConfigFromJSON(doc)
+	if err != nil {
+		log.Fatalf("tls-server: %s: %v", *profile, err)
+	}
+	cert, err := selfSigned()
+	if err != nil {
+		log.Fatalf("tls-server: %v", err)
+	}
+	cfg.Certificates = []tls.Certificate{cert}
+	hash := tlsprofile.HashJSON(doc)
+	srv := &http.Server{
+		Addr:              *addr,
+		TLSConfig:         cfg,
+		ReadHeaderTimeout: 5 * time.Second,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = fmt.Fprint(w, hash)
+		}),
+	}
+	log.Printf("tls-server: serving %s with profile %s (hash %s)", *addr, *profile, hash)
+	log.Fatal(srv.ListenAndServeTLS("", ""))
+}
+
+func selfSigned() (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "tls-server"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}
