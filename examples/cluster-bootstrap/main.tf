@@ -82,3 +82,21 @@ resource "terraform_data" "rotate_kek" {
     }
   }
 }
+
+# The TLS security profile, resolved once into a ConfigMap its workloads
+# mount (no API call at startup), rolling them when the profile changes.
+resource "kmshealth_tls_profile_configmap" "this" {
+  count     = var.tls_profile == null ? 0 : 1
+  namespace = var.tls_profile.namespace
+  name      = var.tls_profile.name
+  source    = var.tls_profile.source
+
+  dynamic "profile" {
+    for_each = var.tls_profile.source == "static" ? [var.tls_profile_type] : []
+    content {
+      type = profile.value
+    }
+  }
+
+  rollout_targets = var.tls_profile.rollout_targets
+}

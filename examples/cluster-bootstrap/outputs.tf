@@ -31,3 +31,13 @@ output "kms_plugin_health" {
     ]
   }
 }
+
+output "tls_profile" {
+  description = "The TLS profile workloads take as values: its hash (on their pod templates), minimum version, Go cipher suites and whether the cluster is OpenShift."
+  value = var.tls_profile == null ? null : {
+    hash            = kmshealth_tls_profile_configmap.this[0].hash
+    min_tls_version = kmshealth_tls_profile_configmap.this[0].min_tls_version
+    cipher_suites   = kmshealth_tls_profile_configmap.this[0].cipher_suites
+    is_openshift    = kmshealth_tls_profile_configmap.this[0].is_openshift
+  }
+}

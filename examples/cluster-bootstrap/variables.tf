@@ -83,3 +83,20 @@ variable "wait_for_rollout" {
   type        = bool
   default     = true
 }
+
+variable "tls_profile" {
+  description = "Where the TLS security profile ConfigMap (profile.json) goes, and the workloads (Deployment, StatefulSet or DaemonSet, each existing) rolled when the profile changes; null: no profile ConfigMap."
+  type = object({
+    namespace       = string
+    name            = optional(string, "tls-profile")
+    source          = optional(string, "static")
+    rollout_targets = optional(list(object({ kind = string, namespace = string, name = string })), [])
+  })
+  default = null
+}
+
+variable "tls_profile_type" {
+  description = "With tls_profile.source = \"static\": Old, Intermediate or Modern."
+  type        = string
+  default     = "Intermediate"
+}

@@ -43,18 +43,18 @@ func NewTLSProfileConfigMapResource() resource.Resource { return &tlsProfileReso
 type tlsProfileResource struct{ clients *Clients }
 
 type tlsProfileModel struct {
-	ID             types.String         `tfsdk:"id"`
-	Namespace      types.String         `tfsdk:"namespace"`
-	Name           types.String         `tfsdk:"name"`
-	Source         types.String         `tfsdk:"source"`
-	Profile        *tlsProfileBlock     `tfsdk:"profile"`
-	RolloutTargets []rolloutTargetModel `tfsdk:"rollout_targets"`
-	Hash           types.String         `tfsdk:"hash"`
-	MinTLSVersion  types.String         `tfsdk:"min_tls_version"`
-	CipherSuites   types.List           `tfsdk:"cipher_suites"`
-	Curves         types.List           `tfsdk:"curves"`
-	IsOpenShift    types.Bool           `tfsdk:"is_openshift"`
-	ProfileJSON    types.String         `tfsdk:"profile_json"`
+	ID             types.String     `tfsdk:"id"`
+	Namespace      types.String     `tfsdk:"namespace"`
+	Name           types.String     `tfsdk:"name"`
+	Source         types.String     `tfsdk:"source"`
+	Profile        *tlsProfileBlock `tfsdk:"profile"`
+	RolloutTargets types.List       `tfsdk:"rollout_targets"` // of rolloutTargetType; unknown until known
+	Hash           types.String     `tfsdk:"hash"`
+	MinTLSVersion  types.String     `tfsdk:"min_tls_version"`
+	CipherSuites   types.List       `tfsdk:"cipher_suites"`
+	Curves         types.List       `tfsdk:"curves"`
+	IsOpenShift    types.Bool       `tfsdk:"is_openshift"`
+	ProfileJSON    types.String     `tfsdk:"profile_json"`
 }
 
 type tlsProfileBlock struct {
@@ -67,6 +67,10 @@ type tlsCustomBlock struct {
 	MinTLSVersion types.String `tfsdk:"min_tls_version"`
 	Curves        types.List   `tfsdk:"curves"`
 }
+
+var rolloutTargetType = types.ObjectType{AttrTypes: map[string]attr.Type{
+	"kind": types.StringType, "namespace": types.StringType, "name": types.StringType,
+}}
 
 type rolloutTargetModel struct {
 	Kind      types.String `tfsdk:"kind"`
@@ -337,9 +341,23 @@ func (m *tlsProfileModel) setUnknown() {
 	m.CipherSuites, m.Curves = types.ListUnknown(types.StringType), types.ListUnknown(types.StringType)
 }
 
-func (m *tlsProfileModel) targets() []tlsprofile.Target {
-	out := make([]tlsprofile.Target, len(m.RolloutTargets))
-	for i, t := range m.RolloutTargets {
+// targetModels are the rollout targets; known is false while the list is
+// unknown.
+func (m *tlsProfileModel) targetModels(ctx context.Context, diags *diag.Diagnostics) (out []rolloutTargetModel, known bool) {
+	if m.RolloutTargets.IsUnknown() {
+		return nil, false
+	}
+	if m.RolloutTargets.IsNull() {
+		return nil, true
+	}
+	diags.Append(m.RolloutTargets.ElementsAs(ctx, &out, false)...)
+	return out, true
+}
+
+func (m *tlsProfileModel) targets(ctx context.Context, diags *diag.Diagnostics) []tlsprofile.Target {
+	models, _ := m.targetModels(ctx, diags)
+	out := make([]tlsprofile.Target, len(models))
+	for i, t := range models {
 		out[i] = tlsprofile.Target{Kind: t.Kind.ValueString(), Namespace: t.Namespace.ValueString(), Name: t.Name.ValueString()}
 	}
 	return out
@@ -410,7 +428,7 @@ func (r *tlsProfileResource) write(ctx context.Context, plan, prior *tlsProfileM
 		}
 		return
 	}
-	targets := plan.targets()
+	targets := plan.targets(ctx, diags)
 	for i, t := range targets {
 		if _, found, err := tlsprofile.TargetHash(ctx, dyn, t); err != nil || !found {
 			msg := fmt.Sprintf("%s not found: create it first (or add a depends_on on the resource that does), or remove it from rollout_targets.", t)
@@ -443,7 +461,7 @@ func (r *tlsProfileResource) write(ctx context.Context, plan, prior *tlsProfileM
 		}
 	}
 	if prior != nil {
-		for _, t := range prior.targets() {
+		for _, t := range prior.targets(ctx, diags) {
 			if !slices.Contains(targets, t) {
 				if err := tlsprofile.ReleaseTarget(ctx, dyn, t); err != nil {
 					diags.AddWarning("Cannot release rollout target", err.Error())
@@ -503,14 +521,23 @@ func (r *tlsProfileResource) Read(ctx context.Context, req resource.ReadRequest,
 				}
 			}
 		}
-		for _, t := range liveTargets {
-			state.RolloutTargets = append(state.RolloutTargets, rolloutTargetModel{Kind: types.StringValue(t.Kind), Namespace: types.StringValue(t.Namespace), Name: types.StringValue(t.Name)})
+		if len(liveTargets) > 0 {
+			models := make([]rolloutTargetModel, len(liveTargets))
+			for i, t := range liveTargets {
+				models[i] = rolloutTargetModel{Kind: types.StringValue(t.Kind), Namespace: types.StringValue(t.Namespace), Name: types.StringValue(t.Name)}
+			}
+			var d diag.Diagnostics
+			state.RolloutTargets, d = types.ListValueFrom(ctx, rolloutTargetType, models)
+			resp.Diagnostics.Append(d...)
+		} else {
+			state.RolloutTargets = types.ListNull(rolloutTargetType)
 		}
 	}
 	// A target whose annotation is gone or changed drops out of the state,
 	// so the plan puts it back.
-	var kept []rolloutTargetModel
-	for _, t := range state.RolloutTargets {
+	models, _ := state.targetModels(ctx, &resp.Diagnostics)
+	kept := []rolloutTargetModel{}
+	for _, t := range models {
 		target := tlsprofile.Target{Kind: t.Kind.ValueString(), Namespace: t.Namespace.ValueString(), Name: t.Name.ValueString()}
 		hash, _, err := tlsprofile.TargetHash(ctx, dyn, target)
 		if err != nil && !apierrors.IsNotFound(err) {
@@ -521,7 +548,11 @@ func (r *tlsProfileResource) Read(ctx context.Context, req resource.ReadRequest,
 			kept = append(kept, t)
 		}
 	}
-	state.RolloutTargets = kept
+	if !state.RolloutTargets.IsNull() {
+		var d diag.Diagnostics
+		state.RolloutTargets, d = types.ListValueFrom(ctx, rolloutTargetType, kept)
+		resp.Diagnostics.Append(d...)
+	}
 	openshift, err := tlsprofile.IsOpenShift(core.Discovery())
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot detect the platform", err.Error())
@@ -541,7 +572,7 @@ func (r *tlsProfileResource) Delete(ctx context.Context, req resource.DeleteRequ
 	if !ok {
 		return
 	}
-	for _, t := range state.targets() {
+	for _, t := range state.targets(ctx, &resp.Diagnostics) {
 		if err := tlsprofile.ReleaseTarget(ctx, dyn, t); err != nil {
 			resp.Diagnostics.AddError("Cannot release rollout target", err.Error())
 		}

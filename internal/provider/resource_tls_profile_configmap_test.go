@@ -360,3 +360,39 @@ rollout_targets = [{ kind = "Deployment", namespace = %q, name = "web" }]`, ns, 
 		},
 	})
 }
+
+// TestAccTLSProfile_unknownTargets: rollout targets known only at apply
+// (here from terraform_data's output) plan and apply; an empty list stays
+// empty, with no diff after the apply.
+func TestAccTLSProfile_unknownTargets(t *testing.T) {
+	ns := uniqueName(t)
+	mustCreateNamespace(t, ns)
+	mustCreateDeployment(t, ns, "web")
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6,
+		CheckDestroy:             checkTLSProfileGone(ns, "late", "web"),
+		Steps: []resource.TestStep{
+			{
+				Config: providerBlock() + fmt.Sprintf(`
+resource "terraform_data" "targets" {
+  input = [{ kind = "Deployment", namespace = %q, name = "web" }]
+}
+
+resource "kmshealth_tls_profile_configmap" "test" {
+  namespace       = %q
+  name            = "late"
+  rollout_targets = terraform_data.targets.output
+}
+`, ns, ns),
+				Check: checkTLSProfileLive(ns, "late", "web"),
+			},
+			{
+				Config: tlsConfig(fmt.Sprintf("namespace = %q\nname = \"late\"\nrollout_targets = []", ns)),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(tlsAddr, "rollout_targets.#", "0"),
+					checkTLSProfileGone(ns, "elsewhere", "web"),
+				),
+			},
+		},
+	})
+}

@@ -31,6 +31,7 @@ import (
 	"syscall"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,6 +48,7 @@ import (
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconcilerinstall"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testpki"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
 )
 
 const apiserviceName = "v1alpha1.packages.demo.kmshealth.io"
@@ -112,9 +114,21 @@ func run(ctx context.Context) error {
 		return err
 	}
 	ca, rogue := demoCA("demo packaging CA"), demoCA("a stale CA from an old installer")
+	step("Creating the reconciler's namespace and a web Deployment that consumes the TLS profile, as the platform's own code would")
+	if err := demoWorkloads(ctx, env); err != nil {
+		return err
+	}
 	// No kubelet runs here (the reconciler and the reporters run as
 	// processes below), so no pod would ever roll out: do not wait for one.
-	vars, _ := json.Marshal(map[string]any{"kubeconfig_path": env.Kubeconfig, "apiservice_name": apiserviceName, "ca_bundle": ca, "wait_for_rollout": false})
+	// The demo's aggregated API has no server behind it, and an unavailable
+	// aggregated API keeps every deleted namespace Terminating (as in any
+	// cluster): the reconciler goes into a namespace the demo made, so
+	// destroy does not wait on one.
+	vars, _ := json.Marshal(map[string]any{
+		"kubeconfig_path": env.Kubeconfig, "apiservice_name": apiserviceName, "ca_bundle": ca, "wait_for_rollout": false,
+		"create_reconciler_namespace": false,
+		"tls_profile":                 map[string]any{"namespace": demoWebNamespace, "rollout_targets": []map[string]string{{"kind": "Deployment", "namespace": demoWebNamespace, "name": demoWebDeployment}}},
+	})
 	if err := os.WriteFile(filepath.Join(cli.Dir, "demo.auto.tfvars.json"), vars, 0o600); err != nil {
 		return err
 	}
@@ -185,7 +199,11 @@ func run(ctx context.Context) error {
 		return err
 	}
 
-	step("%s destroy releases the caBundle and annotation, deletes the inline ConfigMap, uninstalls the reconciler and the reporter (CRD and conditions included)", cliName)
+	if err := tlsProfileChange(ctx, cli, env); err != nil {
+		return err
+	}
+
+	step("%s destroy releases the caBundle and annotation, deletes the inline ConfigMap and the TLS profile ConfigMap (releasing the web Deployment's hash annotation), uninstalls the reconciler and the reporter (CRD and conditions included)", cliName)
 	if err := runCLI(ctx, cli, 0, "destroy", "-auto-approve", "-input=false", "-compact-warnings"); err != nil {
 		return err
 	}
@@ -472,4 +490,73 @@ func showInstall(ctx context.Context, env *testenv.Env) error {
 		}
 	}
 	return nil
+}
+
+const (
+	demoWebNamespace  = "web"
+	demoWebDeployment = "frontend"
+)
+
+// demoWorkloads creates what the platform's own code would have before
+// kmshealth is applied: the reconciler's namespace, and a web Deployment
+// that mounts the TLS profile ConfigMap.
+func demoWorkloads(ctx context.Context, env *testenv.Env) error {
+	core := env.Clientset()
+	for _, ns := range []string{"kmshealth-system", demoWebNamespace} {
+		if _, err := core.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	labels := map[string]string{"app": demoWebDeployment}
+	_, err := core.AppsV1().Deployments(demoWebNamespace).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: demoWebDeployment},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "web", Image: "registry.example.com/web:1",
+						VolumeMounts: []corev1.VolumeMount{{Name: "tls-profile", MountPath: "/etc/tls-profile", ReadOnly: true}}}},
+					Volumes: []corev1.Volume{{Name: "tls-profile", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+						LocalObjectReference: corev1.LocalObjectReference{Name: "tls-profile"}}}}},
+				},
+			},
+		},
+	}, metav1.CreateOptions{FieldManager: "web-team"})
+	return err
+}
+
+// showWebProfile prints the web Deployment's pod-template hash and the
+// minimum version its mounted profile.json says.
+func showWebProfile(ctx context.Context, env *testenv.Env) error {
+	core := env.Clientset()
+	d, err := core.AppsV1().Deployments(demoWebNamespace).Get(ctx, demoWebDeployment, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	cm, err := core.CoreV1().ConfigMaps(demoWebNamespace).Get(ctx, "tls-profile", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	doc, err := tlsprofile.ParseDocument([]byte(cm.Data[tlsprofile.DocumentKey]))
+	if err != nil {
+		return err
+	}
+	fmt.Printf("Deployment %s/%s pod template %s = %.16s…; its profile.json: %s, minTLSVersion %s, %d Go cipher suites\n",
+		demoWebNamespace, demoWebDeployment, tlsprofile.HashAnnotation, d.Spec.Template.Annotations[tlsprofile.HashAnnotation], doc.Type, doc.MinTLSVersion, len(doc.CipherSuites))
+	return nil
+}
+
+// tlsProfileChange shows a profile change rolling its consumer: a new
+// hash on the pod template is what makes the Deployment controller roll.
+func tlsProfileChange(ctx context.Context, cli *devenv.CLI, env *testenv.Env) error {
+	step("The web Deployment consumes the TLS profile from its ConfigMap")
+	if err := showWebProfile(ctx, env); err != nil {
+		return err
+	}
+	step("%s apply -var tls_profile_type=Modern: the profile changes, and with it the hash that rolls the web pods", cli.Name)
+	if err := runCLI(ctx, cli, 0, "apply", "-auto-approve", "-input=false", "-compact-warnings", "-var", "tls_profile_type=Modern"); err != nil {
+		return err
+	}
+	return showWebProfile(ctx, env)
 }
