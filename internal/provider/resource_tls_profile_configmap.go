@@ -421,6 +421,10 @@ func (r *tlsProfileResource) write(ctx context.Context, plan, prior *tlsProfileM
 	if !ok {
 		return
 	}
+	spec, _ := plan.spec(ctx, diags)
+	if plan.Source.ValueString() == string(tlsprofile.SourceCluster) {
+		spec = tlsprofile.Spec{Source: tlsprofile.SourceCluster}
+	}
 	res, known := r.resolve(ctx, plan, diags)
 	if !known {
 		if !diags.HasError() {
@@ -442,7 +446,7 @@ func (r *tlsProfileResource) write(ctx context.Context, plan, prior *tlsProfileM
 		return
 	}
 	ns, name := plan.Namespace.ValueString(), plan.Name.ValueString()
-	ac, err := tlsprofile.ConfigMap(ns, name, res, targets)
+	ac, err := tlsprofile.ConfigMap(ns, name, spec, res, targets)
 	if err != nil {
 		diags.AddError("Cannot build the TLS profile ConfigMap", err.Error())
 		return

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -44,6 +45,9 @@ type Options struct {
 	KMSTarget        string
 	KMSMaxStaleness  time.Duration
 	KMSExpectedNodes string // label selector of the Nodes that must report
+	// TLSProfileConfigMaps are the profile ConfigMaps (<namespace>/<name>)
+	// whose profile.json and rollout targets the reconciler keeps.
+	TLSProfileConfigMaps []string
 }
 
 // DefaultKMSExpectedNodes selects control-plane Nodes, where the reporter
@@ -75,6 +79,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Identity, "leader-elect-identity", host+"_"+fmt.Sprint(os.Getpid()), "this replica's identity in the Lease")
 	o.Metrics.AddFlags(fs, ":8443")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", `address for /healthz and /readyz; "0" disables it`)
+	fs.StringSliceVar(&o.TLSProfileConfigMaps, "tls-profile-configmaps", nil, "TLS profile ConfigMaps (<namespace>/<name>, comma-separated or repeated) whose profile.json and rollout targets' hash to keep, following the cluster's APIServer for source = cluster")
 	fs.StringVar(&o.FieldManager, "field-manager", cabundle.DefaultFieldManager, "server-side apply field manager; must match the provider's")
 	fs.IntVar(&o.Workers, "workers", 2, "concurrent reconciles")
 	fs.BoolVar(&o.KMSAggregator, "kms-aggregator", true, "roll the KMS reporters' node conditions up into KMSPluginsDegraded and remove those of deleted Nodes")
@@ -130,6 +135,12 @@ func (o *Options) Validate() error {
 		}
 		if _, err := labels.Parse(o.KMSExpectedNodes); err != nil {
 			errs = append(errs, fmt.Errorf("--kms-expected-nodes=%q: %w", o.KMSExpectedNodes, err))
+		}
+	}
+	for _, n := range o.TLSProfileConfigMaps {
+		ns, name, ok := strings.Cut(n, "/")
+		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			errs = append(errs, fmt.Errorf("--tls-profile-configmaps: %q is not <namespace>/<name>", n))
 		}
 	}
 	if o.Workers < 1 {

@@ -95,8 +95,15 @@ func Run(ctx context.Context, o Options, version string) error {
 		}
 		controllers = append(controllers, controller.New(p))
 	}
+	if len(o.TLSProfileConfigMaps) > 0 {
+		p, err := newTLSProfilePattern(c, o.TLSProfileConfigMaps)
+		if err != nil {
+			return err
+		}
+		controllers = append(controllers, controller.New(p))
+	}
 	if len(controllers) == 0 {
-		return fmt.Errorf("nothing to reconcile: set --record-configmap or --kms-aggregator")
+		return fmt.Errorf("nothing to reconcile: set --record-configmap, --kms-aggregator or --tls-profile-configmaps")
 	}
 	klog.InfoS("Started", "leaderElect", o.LeaderElect, "identity", o.Identity, "controllers", len(controllers))
 	return controller.Run(ctx, controller.ManagerOptions{

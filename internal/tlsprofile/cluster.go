@@ -25,6 +25,11 @@ import (
 const (
 	ProfileLabel      = "kmshealth.io/tls-profile"
 	TargetsAnnotation = "kmshealth.io/tls-profile-targets"
+	// SpecAnnotation records what the profile was resolved from (the
+	// static spec, or just the cluster source), so the reconciler can
+	// resolve it again: to restore an edited profile.json, or to follow
+	// the cluster's APIServer.
+	SpecAnnotation = "kmshealth.io/tls-profile-spec"
 	// FieldManager writes the ConfigMap; TargetFieldManager writes only the
 	// hash annotation on targets, so applying it never touches (or drops)
 	// fields kmshealth writes on the same workload for another purpose.
@@ -59,16 +64,41 @@ func (t Target) GVR() (schema.GroupVersionResource, error) {
 
 // ConfigMap is the profile ConfigMap: profile.json as resolved, the
 // profile label, and the rollout targets in an annotation.
-func ConfigMap(namespace, name string, r Resolved, targets []Target) (*corev1ac.ConfigMapApplyConfiguration, error) {
+func ConfigMap(namespace, name string, spec Spec, r Resolved, targets []Target) (*corev1ac.ConfigMapApplyConfiguration, error) {
 	t, err := json.Marshal(nonNilTargets(targets))
+	if err != nil {
+		return nil, err
+	}
+	if spec.Source == SourceCluster {
+		spec = Spec{Source: SourceCluster} // re-read from the cluster every time
+	}
+	sp, err := json.Marshal(spec)
 	if err != nil {
 		return nil, err
 	}
 	return corev1ac.ConfigMap(name, namespace).
 		WithLabels(map[string]string{ProfileLabel: "true", "app.kubernetes.io/managed-by": "kmshealth"}).
-		WithAnnotations(map[string]string{TargetsAnnotation: string(t)}).
+		WithAnnotations(map[string]string{TargetsAnnotation: string(t), SpecAnnotation: string(sp)}).
 		WithData(map[string]string{DocumentKey: string(r.JSON)}), nil
 }
+
+// FromConfigMap reads a profile ConfigMap's spec and targets annotations.
+func FromConfigMap(annotations map[string]string) (Spec, []Target, error) {
+	var spec Spec
+	var targets []Target
+	if err := json.Unmarshal([]byte(annotations[SpecAnnotation]), &spec); err != nil {
+		return spec, nil, fmt.Errorf("annotation %s: %w", SpecAnnotation, err)
+	}
+	if a := annotations[TargetsAnnotation]; a != "" {
+		if err := json.Unmarshal([]byte(a), &targets); err != nil {
+			return spec, nil, fmt.Errorf("annotation %s: %w", TargetsAnnotation, err)
+		}
+	}
+	return spec, targets, nil
+}
+
+// TargetResource is the apps/v1 resource of a target kind ("" if none).
+func TargetResource(kind string) string { return targetResources[kind] }
 
 func nonNilTargets(t []Target) []Target {
 	if t == nil {

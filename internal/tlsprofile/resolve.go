@@ -12,11 +12,11 @@ import (
 // are used only with type Custom; OpenShift's `groups` field is read into
 // Curves. Source defaults to static.
 type Spec struct {
-	Type          ProfileType
-	MinTLSVersion TLSVersion
-	Ciphers       []string
-	Curves        []string
-	Source        Source
+	Type          ProfileType `json:"type,omitempty"`
+	MinTLSVersion TLSVersion  `json:"minTLSVersion,omitempty"`
+	Ciphers       []string    `json:"ciphers,omitempty"`
+	Curves        []string    `json:"curves,omitempty"`
+	Source        Source      `json:"source,omitempty"`
 }
 
 func (s Spec) effectiveType() ProfileType {

@@ -1,0 +1,177 @@
+package reconciler
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
+)
+
+// tlsProfileFixture creates a Deployment and a profile ConfigMap naming it,
+// as kmshealth_tls_profile_configmap writes them.
+func tlsProfileFixture(t *testing.T, name string, spec tlsprofile.Spec) (tlsprofile.Target, tlsprofile.Resolved) {
+	t.Helper()
+	ctx := context.Background()
+	labels := map[string]string{"app": name}
+	_, err := env.Clientset().AppsV1().Deployments("default").Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "example.com/app:1"}}}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := tlsprofile.Target{Kind: "Deployment", Namespace: "default", Name: name}
+	res, _, err := tlsprofile.Resolve(spec, tlsprofile.AdherenceNoOpinion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac, err := tlsprofile.ConfigMap("default", name, spec, res, []tlsprofile.Target{target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tlsprofile.ApplyConfigMap(ctx, env.Clientset().CoreV1(), ac); err != nil {
+		t.Fatal(err)
+	}
+	if err := tlsprofile.AnnotateTarget(ctx, dynamic.NewForConfigOrDie(env.RESTConfig()), target, res.Hash); err != nil {
+		t.Fatal(err)
+	}
+	return target, res
+}
+
+// waitFor watches the object name of lw until cond holds of it, and says
+// how long that took.
+func waitFor[T kruntime.Object](t *testing.T, lw cache.ListerWatcher, empty T, what string, cond func(T) bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	holds := func(obj any) bool {
+		o, ok := obj.(T)
+		return ok && cond(o)
+	}
+	_, err := watchtools.UntilWithSync(ctx, lw, empty, func(s cache.Store) (bool, error) {
+		for _, o := range s.List() {
+			if holds(o) {
+				return true, nil
+			}
+		}
+		return false, nil
+	}, func(ev watch.Event) (bool, error) {
+		return ev.Type != watch.Deleted && holds(ev.Object), nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return time.Since(start)
+}
+
+func configMapLW(name string) cache.ListerWatcher {
+	return cache.NewListWatchFromClient(env.Clientset().CoreV1().RESTClient(), "configmaps", "default", fields.OneTermEqualSelector("metadata.name", name))
+}
+
+func deploymentLW(name string) cache.ListerWatcher {
+	return cache.NewListWatchFromClient(env.Clientset().AppsV1().RESTClient(), "deployments", "default", fields.OneTermEqualSelector("metadata.name", name))
+}
+
+func hasDoc(doc []byte) func(*corev1.ConfigMap) bool {
+	return func(cm *corev1.ConfigMap) bool { return cm.Data[tlsprofile.DocumentKey] == string(doc) }
+}
+
+func hasHash(hash string) func(*appsv1.Deployment) bool {
+	return func(d *appsv1.Deployment) bool { return d.Spec.Template.Annotations[tlsprofile.HashAnnotation] == hash }
+}
+
+// TestReconcileTLSProfileRestores: profile.json edited out of band and the
+// hash annotation dropped from the target (a kubectl replace of the
+// workload) are both put back, learnt from the ConfigMap alone.
+func TestReconcileTLSProfileRestores(t *testing.T) {
+	name := unique(t)
+	target, res := tlsProfileFixture(t, name, tlsprofile.Spec{Type: tlsprofile.ProfileModern, Source: tlsprofile.SourceStatic})
+	startReconciler(t, "--leader-elect=false", "--tls-profile-configmaps=default/"+name)
+	ctx := context.Background()
+
+	patch := []byte(`{"data":{"profile.json":"{\"type\":\"Old\"}"}}`)
+	if _, err := env.Clientset().CoreV1().ConfigMaps("default").Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	took := waitFor(t, configMapLW(name), &corev1.ConfigMap{}, "profile.json restored", hasDoc(res.JSON))
+	t.Logf("profile.json restored after %s", took)
+
+	d, err := env.Clientset().AppsV1().Deployments("default").Get(ctx, target.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(d.Spec.Template.Annotations, tlsprofile.HashAnnotation)
+	if _, err := env.Clientset().AppsV1().Deployments("default").Update(ctx, d, metav1.UpdateOptions{FieldManager: "kubectl-replace"}); err != nil {
+		t.Fatal(err)
+	}
+	took = waitFor(t, deploymentLW(name), &appsv1.Deployment{}, "hash annotation restored", hasHash(res.Hash))
+	t.Logf("hash annotation restored after %s", took)
+}
+
+// TestReconcileTLSProfileFollowsCluster: a profile ConfigMap with source
+// cluster follows OpenShift's APIServer object: a profile changed there is
+// in profile.json and on the target's pod template moments later.
+func TestReconcileTLSProfileFollowsCluster(t *testing.T) {
+	ctx := context.Background()
+	dyn := dynamic.NewForConfigOrDie(env.RESTConfig())
+	crds := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	if _, err := crds.Create(ctx, tlsprofile.APIServerCRD(), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = crds.Delete(context.Background(), tlsprofile.APIServerCRDName, metav1.DeleteOptions{}) })
+	apiservers := dyn.Resource(tlsprofile.APIServerGVR())
+	cluster := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": tlsprofile.APIServerGroup + "/" + tlsprofile.APIServerVersion, "kind": tlsprofile.APIServerKind,
+		"metadata": map[string]any{"name": tlsprofile.APIServerName},
+		"spec":     map[string]any{"tlsSecurityProfile": map[string]any{"type": "Intermediate"}},
+	}}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := apiservers.Create(ctx, cluster, metav1.CreateOptions{})
+		return err == nil || apierrors.IsAlreadyExists(err), nil // served a moment after Established
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := unique(t)
+	_, _ = tlsProfileFixture(t, name, tlsprofile.Spec{Source: tlsprofile.SourceCluster})
+	startReconciler(t, "--leader-elect=false", "--tls-profile-configmaps=default/"+name)
+
+	modern, _, err := tlsprofile.Resolve(tlsprofile.Spec{Type: tlsprofile.ProfileModern, Source: tlsprofile.SourceCluster}, tlsprofile.AdherenceNoOpinion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := apiservers.Get(ctx, tlsprofile.APIServerName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(live.Object, map[string]any{"type": "Modern", "modern": map[string]any{}}, "spec", "tlsSecurityProfile"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apiservers.Update(ctx, live, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	took := waitFor(t, configMapLW(name), &corev1.ConfigMap{}, "profile.json follows the cluster", hasDoc(modern.JSON))
+	took2 := waitFor(t, deploymentLW(name), &appsv1.Deployment{}, "target follows the cluster", hasHash(modern.Hash))
+	t.Logf("cluster profile change in profile.json after %s, on the target after %s", took, took+took2)
+}
