@@ -6,12 +6,16 @@
 //	go run ./internal/cmd/bench plan      [-resources=50] [-runs=7] [-cli=terraform,tofu]
 //	go run ./internal/cmd/bench reconcile [-corruptions=50] [-apiservices=200] [-idle=60s] [-unrelated=5000]
 //	go run ./internal/cmd/bench kms       [-plugins=3] [-cycles=500] [-intervals=6] [-nodes=100] [-rounds=200] [-flips=20]
+//	go run ./internal/cmd/bench tlsprofile [-changes=50]
+//	go run ./internal/cmd/bench pod       [-corruptions=50] [-apiservices=200]   (root, Linux)
 //	go run ./internal/cmd/bench all
 //
 // plan (plan.go) times no-op Terraform and OpenTofu plans; reconcile
 // (reconcile.go) the reconcile mode's drift restore, idle requests and
 // memory; kms (kms.go) the KMS health probe, reporter, aggregator and data
-// source; all runs the three in turn with their default flags, each on its
+// source; tlsprofile (tlsprofile.go) a cluster TLS profile change reaching
+// a rollout target; pod (pod.go) the reconciler as a pod on the test bed's
+// node; all runs all but pod in turn with their default flags, each on its
 // own control plane. Every subcommand reads Prometheus metrics with
 // devenv's one parser and summarises timings with devenv.Latencies.
 package main
@@ -40,7 +44,8 @@ const usage = `usage: go run ./internal/cmd/bench <subcommand> [flags]
   ` + reconcileUsage + `
   ` + kmsUsage + `
   ` + podUsage + `
-  all  (plan, reconcile and kms in turn, default flags)`
+  ` + tlsProfileUsage + `
+  all  (plan, reconcile, tlsprofile and kms in turn, default flags)`
 
 func main() {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -75,6 +80,10 @@ var subcommands = map[string]func(args []string) (runner, error){
 		o, err := parseKMSFlags(args)
 		return o.run, err
 	},
+	"tlsprofile": func(args []string) (runner, error) {
+		o, err := parseTLSProfileFlags(args)
+		return o.run, err
+	},
 	"pod": func(args []string) (runner, error) {
 		o, err := parsePodFlags(args)
 		return o.run, err
@@ -103,10 +112,11 @@ func parseAll(args []string) (runner, error) {
 	plan, err1 := parsePlanFlags(nil)
 	reconcile, err2 := parseReconcileFlags(nil)
 	kms, err3 := parseKMSFlags(nil)
-	if err := errors.Join(err1, err2, err3); err != nil {
+	tls, err4 := parseTLSProfileFlags(nil)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return nil, err
 	}
-	runs := []runner{plan.run, reconcile.run, kms.run}
+	runs := []runner{plan.run, reconcile.run, tls.run, kms.run}
 	return func(ctx context.Context, out io.Writer) error {
 		for i, r := range runs {
 			if i > 0 {
