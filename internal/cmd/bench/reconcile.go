@@ -98,20 +98,11 @@ type reconcileBench struct {
 //	(c) its RSS with -apiservices managed, then with -unrelated Secrets and
 //	    as many ConfigMaps present.
 func (o reconcileOptions) run(ctx context.Context, out io.Writer) error {
-	dir, err := os.MkdirTemp("", "kmshealth-reconcilebench-")
+	bin, env, cleanup, err := binaryAndControlPlane(ctx)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	bin, err := devenv.BuildProvider(ctx, dir, "bench")
-	if err != nil {
-		return err
-	}
-	env, err := testenv.Start(ctx)
-	if err != nil {
-		return err
-	}
-	defer env.Stop()
+	defer cleanup()
 	cfg := env.RESTConfig()
 	cfg.QPS, cfg.Burst = 1000, 2000
 	b := &reconcileBench{o: o, env: env, core: kubernetes.NewForConfigOrDie(cfg), agg: aggregator.NewForConfigOrDie(cfg), bin: bin}
@@ -447,4 +438,22 @@ func kubeAPIRequests(p *devenv.Process) (requestCounts, error) {
 		return nil, err
 	}
 	return countRequests(samples, "kmshealth_kube_api_requests_total"), nil
+}
+
+// binaryAndControlPlane builds the provider binary into a scratch
+// directory and starts a control plane, for the benches that run the
+// binary as a process; cleanup stops and removes both.
+func binaryAndControlPlane(ctx context.Context) (bin string, env *testenv.Env, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "kmshealth-bench-")
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if bin, err = devenv.BuildProvider(ctx, dir, "bench"); err == nil {
+		env, err = testenv.Start(ctx)
+	}
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return "", nil, nil, err
+	}
+	return bin, env, func() { env.Stop(); _ = os.RemoveAll(dir) }, nil
 }

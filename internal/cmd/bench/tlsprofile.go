@@ -21,7 +21,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
 )
 
@@ -46,20 +45,11 @@ func parseTLSProfileFlags(args []string) (tlsProfileOptions, error) {
 // Intermediate and Modern, from the update's response to the watch event
 // of the target carrying the new hash.
 func (o tlsProfileOptions) run(ctx context.Context, out io.Writer) error {
-	dir, err := os.MkdirTemp("", "kmshealth-tlsbench-")
+	bin, env, cleanup, err := binaryAndControlPlane(ctx)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	bin, err := devenv.BuildProvider(ctx, dir, "bench")
-	if err != nil {
-		return err
-	}
-	env, err := testenv.Start(ctx)
-	if err != nil {
-		return err
-	}
-	defer env.Stop()
+	defer cleanup()
 	core := kubernetes.NewForConfigOrDie(env.RESTConfig())
 	dyn := dynamic.NewForConfigOrDie(env.RESTConfig())
 	version, _ := core.Discovery().ServerVersion()
