@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -13,11 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
 )
 
@@ -264,47 +261,20 @@ func TestAccTLSProfile_badInput(t *testing.T) {
 	}
 }
 
-// installAPIServerAPI installs OpenShift's APIServer CRD and the "cluster"
-// object with spec, and removes both when the test ends.
+// installAPIServerAPI installs OpenShift's APIServer API with the
+// "cluster" object for the test.
 func installAPIServerAPI(t *testing.T, spec map[string]any) {
 	t.Helper()
-	ctx := context.Background()
-	crds := dynamicClient().Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
-	if _, err := crds.Create(ctx, tlsprofile.APIServerCRD(), metav1.CreateOptions{}); err != nil {
+	remove, err := testenv.InstallAPIServerAPI(context.Background(), dynamicClient(), spec)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = crds.Delete(context.Background(), tlsprofile.APIServerCRDName, metav1.DeleteOptions{})
-		_ = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-			_, err := crds.Get(ctx, tlsprofile.APIServerCRDName, metav1.GetOptions{})
-			return apierrors.IsNotFound(err), nil
-		})
-	})
-	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": tlsprofile.APIServerGroup + "/" + tlsprofile.APIServerVersion, "kind": tlsprofile.APIServerKind,
-		"metadata": map[string]any{"name": tlsprofile.APIServerName}, "spec": spec,
-	}}
-	// The CRD is served a moment after it is Established.
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := dynamicClient().Resource(tlsprofile.APIServerGVR()).Create(ctx, obj, metav1.CreateOptions{})
-		return err == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("create APIServer %s: %v", tlsprofile.APIServerName, err)
-	}
+	t.Cleanup(remove)
 }
 
 func setClusterProfile(t *testing.T, profile map[string]any) {
 	t.Helper()
-	ri := dynamicClient().Resource(tlsprofile.APIServerGVR())
-	obj, err := ri.Get(context.Background(), tlsprofile.APIServerName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := unstructured.SetNestedField(obj.Object, profile, "spec", "tlsSecurityProfile"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ri.Update(context.Background(), obj, metav1.UpdateOptions{}); err != nil {
+	if err := testenv.SetClusterTLSProfile(context.Background(), dynamicClient(), profile); err != nil {
 		t.Fatal(err)
 	}
 }

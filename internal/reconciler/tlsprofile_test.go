@@ -7,19 +7,16 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
 )
 
@@ -135,24 +132,11 @@ func TestReconcileTLSProfileRestores(t *testing.T) {
 func TestReconcileTLSProfileFollowsCluster(t *testing.T) {
 	ctx := context.Background()
 	dyn := dynamic.NewForConfigOrDie(env.RESTConfig())
-	crds := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
-	if _, err := crds.Create(ctx, tlsprofile.APIServerCRD(), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = crds.Delete(context.Background(), tlsprofile.APIServerCRDName, metav1.DeleteOptions{}) })
-	apiservers := dyn.Resource(tlsprofile.APIServerGVR())
-	cluster := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": tlsprofile.APIServerGroup + "/" + tlsprofile.APIServerVersion, "kind": tlsprofile.APIServerKind,
-		"metadata": map[string]any{"name": tlsprofile.APIServerName},
-		"spec":     map[string]any{"tlsSecurityProfile": map[string]any{"type": "Intermediate"}},
-	}}
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := apiservers.Create(ctx, cluster, metav1.CreateOptions{})
-		return err == nil || apierrors.IsAlreadyExists(err), nil // served a moment after Established
-	})
+	remove, err := testenv.InstallAPIServerAPI(ctx, dyn, map[string]any{"tlsSecurityProfile": map[string]any{"type": "Intermediate"}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(remove)
 	name := unique(t)
 	_, _ = tlsProfileFixture(t, name, tlsprofile.Spec{Source: tlsprofile.SourceCluster})
 	startReconciler(t, "--leader-elect=false", "--tls-profile-configmaps=default/"+name)
@@ -161,14 +145,7 @@ func TestReconcileTLSProfileFollowsCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live, err := apiservers.Get(ctx, tlsprofile.APIServerName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := unstructured.SetNestedField(live.Object, map[string]any{"type": "Modern", "modern": map[string]any{}}, "spec", "tlsSecurityProfile"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := apiservers.Update(ctx, live, metav1.UpdateOptions{}); err != nil {
+	if err := testenv.SetClusterTLSProfile(ctx, dyn, map[string]any{"type": "Modern", "modern": map[string]any{}}); err != nil {
 		t.Fatal(err)
 	}
 	took := waitFor(t, configMapLW(name), &corev1.ConfigMap{}, "profile.json follows the cluster", hasDoc(modern.JSON))

@@ -13,14 +13,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
 )
 
@@ -55,23 +53,11 @@ func (o tlsProfileOptions) run(ctx context.Context, out io.Writer) error {
 	version, _ := core.Discovery().ServerVersion()
 	_, _ = fmt.Fprintf(out, "TLS profile benchmark: kube-apiserver %s, %d CPUs, %s, %s\n\n", version, runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format(time.RFC3339))
 
-	crds := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
-	if _, err := crds.Create(ctx, tlsprofile.APIServerCRD(), metav1.CreateOptions{}); err != nil {
+	remove, err := testenv.InstallAPIServerAPI(ctx, dyn, map[string]any{"tlsSecurityProfile": map[string]any{"type": "Intermediate"}})
+	if err != nil {
 		return err
 	}
-	apiservers := dyn.Resource(tlsprofile.APIServerGVR())
-	cluster := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": tlsprofile.APIServerGroup + "/" + tlsprofile.APIServerVersion, "kind": tlsprofile.APIServerKind,
-		"metadata": map[string]any{"name": tlsprofile.APIServerName},
-		"spec":     map[string]any{"tlsSecurityProfile": map[string]any{"type": "Intermediate"}},
-	}}
-	// The CRD's API is served a moment after it is Established.
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := apiservers.Create(ctx, cluster, metav1.CreateOptions{})
-		return err == nil, nil
-	}); err != nil {
-		return fmt.Errorf("create APIServer %s: %w", tlsprofile.APIServerName, err)
-	}
+	defer remove()
 
 	const name = "bench-tls"
 	labels := map[string]string{"app": name}
@@ -127,14 +113,7 @@ func (o tlsProfileOptions) run(ctx context.Context, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		live, err := apiservers.Get(ctx, tlsprofile.APIServerName, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if err := unstructured.SetNestedField(live.Object, map[string]any{"type": string(typ)}, "spec", "tlsSecurityProfile"); err != nil {
-			return err
-		}
-		if _, err := apiservers.Update(ctx, live, metav1.UpdateOptions{}); err != nil {
+		if err := testenv.SetClusterTLSProfile(ctx, dyn, map[string]any{"type": string(typ)}); err != nil {
 			return err
 		}
 		start := time.Now()
