@@ -35,6 +35,25 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "missing kubeconfig file", mutate: func(o *Options) { o.Kubeconfig = "/does/not/exist" }, wantErr: []string{"--kubeconfig: stat /does/not/exist"}},
 		{name: "no workers", mutate: func(o *Options) { o.Workers = 0 }, wantErr: []string{"--workers=0"}},
 		{name: "empty field manager", mutate: func(o *Options) { o.FieldManager = "" }, wantErr: []string{`--field-manager=""`}},
+		{name: "rbac proxy configmaps", mutate: func(o *Options) {
+			o.RBACProxyConfigMaps = []string{"web/kmshealth-rbac-proxy-deployment-api", "db/kmshealth-rbac-proxy-statefulset-pg", "kube-system/kmshealth-rbac-proxy-daemonset-agent"}
+		}},
+		{name: "rbac proxy configmap without namespace", mutate: func(o *Options) { o.RBACProxyConfigMaps = []string{"kmshealth-rbac-proxy-deployment-api"} },
+			wantErr: []string{`--rbac-proxy-configmaps: "kmshealth-rbac-proxy-deployment-api" is not <namespace>/<name>`}},
+		{name: "rbac proxy configmap with a path", mutate: func(o *Options) { o.RBACProxyConfigMaps = []string{"web/kmshealth-rbac-proxy-deployment-api/x"} },
+			wantErr: []string{`"web/kmshealth-rbac-proxy-deployment-api/x" is not <namespace>/<name>`}},
+		{name: "rbac proxy configmap in a bad namespace", mutate: func(o *Options) { o.RBACProxyConfigMaps = []string{"Web_NS/kmshealth-rbac-proxy-deployment-api"} },
+			wantErr: []string{`names namespace "Web_NS", which is not a namespace name`}},
+		{name: "rbac proxy configmap with a bad name", mutate: func(o *Options) { o.RBACProxyConfigMaps = []string{"web/Kmshealth_Proxy"} },
+			wantErr: []string{`names "Kmshealth_Proxy", which is not a ConfigMap name`}},
+		{name: "rbac proxy configmap not of kmshealth", mutate: func(o *Options) {
+			o.RBACProxyConfigMaps = []string{"web/api-config", "web/kmshealth-rbac-proxy-job-x"}
+		},
+			wantErr: []string{`"web/api-config" is not a config ConfigMap of kmshealth_rbac_proxy_sidecar: their names are kmshealth-rbac-proxy-deployment-<workload>, kmshealth-rbac-proxy-statefulset-<workload>, kmshealth-rbac-proxy-daemonset-<workload>`,
+				`"web/kmshealth-rbac-proxy-job-x" is not a config ConfigMap`}},
+		{name: "rbac proxy configmap named twice", mutate: func(o *Options) {
+			o.RBACProxyConfigMaps = []string{"web/kmshealth-rbac-proxy-deployment-api", "web/kmshealth-rbac-proxy-deployment-api"}
+		}, wantErr: []string{`"web/kmshealth-rbac-proxy-deployment-api" is named twice`}},
 		{
 			name:    "every problem at once",
 			mutate:  func(o *Options) { o.Workers, o.FieldManager, o.Metrics.BindAddress = 0, "", "x" },

@@ -102,8 +102,15 @@ func Run(ctx context.Context, o Options, version string) error {
 		}
 		controllers = append(controllers, controller.New(p))
 	}
+	if len(o.RBACProxyConfigMaps) > 0 {
+		p, err := newRBACProxyPattern(c, o)
+		if err != nil {
+			return err
+		}
+		controllers = append(controllers, controller.New(p))
+	}
 	if len(controllers) == 0 {
-		return fmt.Errorf("nothing to reconcile: set --record-configmap, --kms-aggregator or --tls-profile-configmaps")
+		return fmt.Errorf("nothing to reconcile: set --record-configmap, --kms-aggregator, --tls-profile-configmaps or --rbac-proxy-configmaps")
 	}
 	klog.InfoS("Started", "leaderElect", o.LeaderElect, "identity", o.Identity, "controllers", len(controllers))
 	return controller.Run(ctx, controller.ManagerOptions{

@@ -1,0 +1,262 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/controller"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/rbacproxy"
+)
+
+// Event reasons of the rbac proxy controller, documented for alerting.
+const (
+	ReasonRBACProxyRestored      = "RBACProxySidecarRestored"
+	ReasonRBACProxyRecordInvalid = "RBACProxyRecordInvalid"
+)
+
+// rbacProxyPattern puts the kube-rbac-proxy sidecar back into every
+// workload a named config ConfigMap records, when something (a Helm
+// upgrade, a kubectl replace, a delete and re-create) removed or changed
+// it. The ConfigMaps are the roots, named by flag so RBAC can name them
+// too; the workload is learnt from their record.json (ours), never from
+// labels on the workload, and is one field-selected watch.
+type rbacProxyPattern struct {
+	roots        []controller.Ref
+	workloads    map[rbacproxy.Kind]*controller.Kind
+	apps         appsv1client.AppsV1Interface
+	fieldManager string
+}
+
+func newRBACProxyPattern(c *Clients, o Options) (*rbacProxyPattern, error) {
+	configmaps := controller.TypedKind(c.Core.CoreV1().RESTClient(), "configmaps", &corev1.ConfigMap{})
+	apps := c.Core.AppsV1().RESTClient()
+	p := &rbacProxyPattern{
+		workloads: map[rbacproxy.Kind]*controller.Kind{
+			rbacproxy.KindDeployment:  controller.TypedKind(apps, "deployments", &appsv1.Deployment{}),
+			rbacproxy.KindStatefulSet: controller.TypedKind(apps, "statefulsets", &appsv1.StatefulSet{}),
+			rbacproxy.KindDaemonSet:   controller.TypedKind(apps, "daemonsets", &appsv1.DaemonSet{}),
+		},
+		apps:         c.Core.AppsV1(),
+		fieldManager: o.FieldManager,
+	}
+	for _, k := range p.workloads {
+		// Status updates (every rollout step) and metadata changes cannot
+		// remove the sidecar: only a new template or a new object can.
+		k.Relevant = func(o, n any) bool {
+			ou, ot, _ := workloadTemplate(o)
+			nu, nt, _ := workloadTemplate(n)
+			return ou != nu || !equality.Semantic.DeepEqual(ot, nt)
+		}
+	}
+	for _, n := range o.RBACProxyConfigMaps {
+		ns, name, ok := strings.Cut(n, "/")
+		if !ok {
+			return nil, fmt.Errorf("--rbac-proxy-configmaps: %q is not <namespace>/<name>", n)
+		}
+		p.roots = append(p.roots, controller.Named(configmaps, ns, name))
+	}
+	return p, nil
+}
+
+// rbacProxyObs is what one config ConfigMap's reconcile reads.
+type rbacProxyObs struct {
+	cm       *corev1.ConfigMap
+	cfg      rbacproxy.Config
+	err      error          // record.json does not decode
+	workload runtime.Object // the live workload; nil with err
+	uid      types.UID
+	template *corev1.PodTemplateSpec
+}
+
+// rbacProxyDesired is the workload's apply configuration: kmshealth's
+// fields of its pod template and the UID it was computed for.
+type rbacProxyDesired struct {
+	cfg   rbacproxy.Config
+	apply rbacproxy.Workload
+}
+
+func (p *rbacProxyPattern) Name() string { return "rbacproxy" }
+
+func (p *rbacProxyPattern) Roots() []controller.Ref { return p.roots }
+
+// record decodes the root's record; ok is false while the ConfigMap does
+// not exist (or its watch has not listed).
+func (p *rbacProxyPattern) record(c controller.Cache, root controller.Ref) (cm *corev1.ConfigMap, cfg rbacproxy.Config, ok bool, err error) {
+	obj, exists := c.Get(root)
+	if !exists {
+		return nil, rbacproxy.Config{}, false, nil
+	}
+	cm = obj.(*corev1.ConfigMap)
+	cfg, err = rbacproxy.DecodeRecord(cm)
+	return cm, cfg, true, err
+}
+
+func (p *rbacProxyPattern) workloadRef(t rbacproxy.Target) controller.Ref {
+	return controller.Named(p.workloads[t.Kind], t.Namespace, t.Name)
+}
+
+// Deps: each config ConfigMap depends on itself and, while its record
+// decodes, on the workload it records.
+func (p *rbacProxyPattern) Deps(c controller.Cache) map[string][]controller.Ref {
+	deps := make(map[string][]controller.Ref, len(p.roots))
+	for _, root := range p.roots {
+		refs := []controller.Ref{root}
+		if _, cfg, ok, err := p.record(c, root); ok && err == nil {
+			refs = append(refs, p.workloadRef(cfg.Target))
+		}
+		deps[root.Namespace+"/"+root.Name] = refs
+	}
+	return deps
+}
+
+func (p *rbacProxyPattern) Observe(c controller.Cache, key string) (rbacProxyObs, bool, error) {
+	i := slices.IndexFunc(p.roots, func(r controller.Ref) bool { return r.Namespace+"/"+r.Name == key })
+	if i < 0 || !c.Synced(p.roots[i]) {
+		return rbacProxyObs{}, false, nil
+	}
+	cm, cfg, ok, err := p.record(c, p.roots[i])
+	if !ok {
+		return rbacProxyObs{}, false, nil // not applied yet, or destroyed: nothing to keep
+	}
+	obs := rbacProxyObs{cm: cm, cfg: cfg, err: err}
+	if err != nil {
+		return obs, true, nil //nolint:nilerr // the record's error is judged by Desired
+	}
+	ref := p.workloadRef(cfg.Target)
+	if !c.Synced(ref) {
+		return obs, false, nil // the first list enqueues it again
+	}
+	obj, exists := c.Get(ref)
+	if !exists {
+		return obs, false, nil // nothing to protect until it exists; its creation is an event
+	}
+	obs.uid, obs.template, _ = workloadTemplate(obj)
+	obs.workload = obj.(runtime.Object)
+	return obs, true, nil
+}
+
+func (p *rbacProxyPattern) Desired(obs rbacProxyObs) (rbacProxyDesired, error) {
+	invalid := func(err error) error {
+		return &controller.Problem{Reason: ReasonRBACProxyRecordInvalid, Metric: "invalid_record", Err: err}
+	}
+	if obs.err != nil {
+		return rbacProxyDesired{}, invalid(fmt.Errorf("%w; the workload is left as it is", obs.err))
+	}
+	w, err := obs.cfg.WorkloadApply(obs.uid)
+	if err != nil {
+		return rbacProxyDesired{}, invalid(fmt.Errorf("ConfigMap %s/%s: %w; %s is left as it is: re-apply the kmshealth_rbac_proxy_sidecar resource", obs.cm.Namespace, obs.cm.Name, err, obs.cfg.Target))
+	}
+	return rbacProxyDesired{cfg: obs.cfg, apply: w}, nil
+}
+
+// InSync compares kmshealth's fields of the live pod template only: what
+// the API server defaults and what other managers own are not looked at.
+func (p *rbacProxyPattern) InSync(obs rbacProxyObs, want rbacProxyDesired) bool {
+	diffs, err := want.cfg.Diff(obs.template)
+	return err == nil && len(diffs) == 0
+}
+
+// Apply forces: the record says the fields are ours, so the write takes
+// them back from whoever changed them (an Update by a replace owns what
+// it wrote). The UID precondition keeps a workload deleted since it was
+// read from being re-created with nothing but our fields.
+func (p *rbacProxyPattern) Apply(ctx context.Context, obs rbacProxyObs, want rbacProxyDesired) (controller.Change, error) {
+	diffs, _ := want.cfg.Diff(obs.template)
+	t := want.cfg.Target
+	opts := metav1.ApplyOptions{FieldManager: p.fieldManager, Force: true}
+	var err error
+	switch {
+	case want.apply.Deployment != nil:
+		_, err = p.apps.Deployments(t.Namespace).Apply(ctx, want.apply.Deployment, opts)
+	case want.apply.StatefulSet != nil:
+		_, err = p.apps.StatefulSets(t.Namespace).Apply(ctx, want.apply.StatefulSet, opts)
+	case want.apply.DaemonSet != nil:
+		_, err = p.apps.DaemonSets(t.Namespace).Apply(ctx, want.apply.DaemonSet, opts)
+	default:
+		return controller.Change{}, fmt.Errorf("rbac proxy for %s: no apply configuration for kind %q", t, t.Kind)
+	}
+	if replaced(err) {
+		return controller.Change{}, fmt.Errorf("%w: %s was deleted while being updated: %w", controller.ErrGone, t, err)
+	}
+	if err != nil {
+		return controller.Change{}, fmt.Errorf("server-side apply of the kube-rbac-proxy sidecar to %s as %q: %w", t, p.fieldManager, err)
+	}
+	return controller.Change{
+		Reason: ReasonRBACProxyRestored,
+		Action: "Restore",
+		Note:   restoreNote(obs.cm, diffs),
+	}, nil
+}
+
+// Subject: Events about a record that cannot be used are about the
+// ConfigMap; restores and failed writes are about the workload.
+func (p *rbacProxyPattern) Subject(obs rbacProxyObs) runtime.Object {
+	if obs.workload != nil {
+		return obs.workload
+	}
+	if obs.cm != nil {
+		return obs.cm
+	}
+	return nil
+}
+
+// workloadTemplate is the UID and pod template of a cached workload.
+func workloadTemplate(obj any) (types.UID, *corev1.PodTemplateSpec, bool) {
+	switch w := obj.(type) {
+	case *appsv1.Deployment:
+		return w.UID, &w.Spec.Template, true
+	case *appsv1.StatefulSet:
+		return w.UID, &w.Spec.Template, true
+	case *appsv1.DaemonSet:
+		return w.UID, &w.Spec.Template, true
+	}
+	return "", nil, false
+}
+
+// replaced tells a write refused because the workload read is gone: not
+// found, a failed UID precondition (Conflict without field-manager
+// causes: the apply forces, so it has none), or metadata.uid rejected.
+func replaced(err error) bool {
+	if apierrors.IsNotFound(err) {
+		return true
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	var causes []metav1.StatusCause
+	if d := status.Status().Details; d != nil {
+		causes = d.Causes
+	}
+	switch {
+	case apierrors.IsConflict(err):
+		return !slices.ContainsFunc(causes, func(c metav1.StatusCause) bool { return c.Type == metav1.CauseTypeFieldManagerConflict })
+	case apierrors.IsInvalid(err):
+		return slices.ContainsFunc(causes, func(c metav1.StatusCause) bool { return c.Field == "metadata.uid" })
+	}
+	return false
+}
+
+// maxNote keeps an Event's note under the 1 kB events.k8s.io allows.
+const maxNote = 1000
+
+// restoreNote says what was put back and from which record.
+func restoreNote(cm *corev1.ConfigMap, diffs []string) string {
+	note := fmt.Sprintf("Restored the kube-rbac-proxy sidecar from ConfigMap %s/%s: %s", cm.Namespace, cm.Name, strings.Join(diffs, "; "))
+	if len(note) > maxNote {
+		note = note[:maxNote-3] + "..."
+	}
+	return note
+}
