@@ -11,7 +11,6 @@ import (
 // Written out in full, not composed, so any change to Predefined — a
 // deliberate upgrade to a newer OpenShift list included — fails here first.
 func TestPredefinedProfilesArePinned(t *testing.T) {
-	groups := []string{"X25519MLKEM768", "X25519", "secp256r1", "secp384r1"}
 	tests := []struct {
 		typ     ProfileType
 		min     TLSVersion
@@ -72,8 +71,8 @@ func TestPredefinedProfilesArePinned(t *testing.T) {
 			if !slices.Equal(p.Ciphers, tt.ciphers) {
 				t.Errorf("ciphers changed:\n got %q\nwant %q", p.Ciphers, tt.ciphers)
 			}
-			if !slices.Equal(p.Curves, groups) {
-				t.Errorf("curves = %q, want %q", p.Curves, groups)
+			if p.Curves != nil {
+				t.Errorf("curves = %q, want none: OpenShift's predefined profiles name no curves", p.Curves)
 			}
 		})
 	}
@@ -93,10 +92,9 @@ func TestPredefinedRejectsCustomAndUnknown(t *testing.T) {
 func TestPredefinedReturnsFreshSlices(t *testing.T) {
 	p, _ := Predefined(ProfileIntermediate)
 	p.Ciphers[0] = "changed"
-	p.Curves[0] = "changed"
 	q, _ := Predefined(ProfileIntermediate)
-	if q.Ciphers[0] != "TLS_AES_128_GCM_SHA256" || q.Curves[0] != "X25519MLKEM768" {
-		t.Fatalf("a caller's edit leaked into the next Predefined call: %q %q", q.Ciphers[0], q.Curves[0])
+	if q.Ciphers[0] != "TLS_AES_128_GCM_SHA256" {
+		t.Fatalf("a caller's edit leaked into the next Predefined call: %q", q.Ciphers[0])
 	}
 }
 
@@ -104,7 +102,6 @@ func TestPredefinedReturnsFreshSlices(t *testing.T) {
 // A hash change means profile.json changed and every rollout target rolls:
 // update these only on purpose.
 func TestPredefinedProfilesResolvePinned(t *testing.T) {
-	curvePrefs := []string{"X25519MLKEM768", "X25519", "secp256r1", "secp384r1"}
 	tests := []struct {
 		typ      ProfileType
 		suites   []string
@@ -131,7 +128,7 @@ func TestPredefinedProfilesResolvePinned(t *testing.T) {
 			"TLS_RSA_WITH_AES_256_CBC_SHA",
 			"TLS_RSA_WITH_3DES_EDE_CBC_SHA",
 		}, []string{"ECDHE-ECDSA-AES256-SHA384", "ECDHE-RSA-AES256-SHA384", "AES256-SHA256"},
-			"6d2f9570a0a050558bdd9b09c625ff41060837414df089e0d341580f6d9a3938"},
+			"97e17fd9c75be23f3de0cce3fc81ddf04fa17e047bb0167321d89f67f10adeb3"},
 		{ProfileIntermediate, []string{
 			"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
 			"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
@@ -139,8 +136,8 @@ func TestPredefinedProfilesResolvePinned(t *testing.T) {
 			"TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
 			"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
 			"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
-		}, nil, "c7a0dd110d9115052808ea76dd3005393af22ca598678a2a1344b8ea2dc55bcc"},
-		{ProfileModern, []string{}, nil, "a2a9239ad454690f6232c35efad4a2e349ee22de6642ac2f4f14880f02ef22dc"},
+		}, nil, "71b55ec46185422c83c8ddc1e5c381dea82597890f0b38c3a669de7695e8e96a"},
+		{ProfileModern, []string{}, nil, "0413a32136a25dfc9e3be7cb41c8d7a6dda254d847d97117c865f86aaade4b5f"},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.typ), func(t *testing.T) {
@@ -154,8 +151,8 @@ func TestPredefinedProfilesResolvePinned(t *testing.T) {
 				if !slices.Equal(r.Document.CipherSuites, tt.suites) {
 					t.Errorf("cipherSuites:\n got %q\nwant %q", r.Document.CipherSuites, tt.suites)
 				}
-				if !slices.Equal(r.Document.CurvePreferences, curvePrefs) {
-					t.Errorf("curvePreferences = %q, want %q", r.Document.CurvePreferences, curvePrefs)
+				if !r.Document.CurvePreferences.UsesLibraryDefaults() || !strings.Contains(string(r.JSON), `"curvePreferences": "`+LibraryDefaults+`"`) {
+					t.Errorf("curvePreferences = %q, want the explicit library-defaults marker in the document", r.Document.CurvePreferences)
 				}
 				p, _ := Predefined(tt.typ)
 				if !slices.Equal(r.Document.Ciphers, p.Ciphers) || !slices.Equal(r.Document.Curves, p.Curves) || r.Document.MinTLSVersion != p.MinTLSVersion {

@@ -31,8 +31,8 @@ func TestResolve(t *testing.T) {
 		{
 			name: "empty type means Intermediate",
 			spec: Spec{}, typ: ProfileIntermediate, min: VersionTLS12, source: SourceStatic,
-			suites:     []string{"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384", "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256"},
-			curvePrefs: []string{"X25519MLKEM768", "X25519", "secp256r1", "secp384r1"},
+			suites: []string{"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384", "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256"},
+			// A predefined profile names no curves: library defaults.
 		},
 		{
 			name: "OpenSSL, IANA and Go alias names, any case, deduplicated, in given order",
@@ -193,7 +193,6 @@ func TestResolve(t *testing.T) {
 			name: "a cluster profile records its source",
 			spec: Spec{Type: ProfileModern, Source: SourceCluster},
 			typ:  ProfileModern, min: VersionTLS13, source: SourceCluster, suites: []string{},
-			curvePrefs: []string{"X25519MLKEM768", "X25519", "secp256r1", "secp384r1"},
 		},
 		{
 			name:     "unknown source",

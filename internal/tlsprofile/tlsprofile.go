@@ -110,13 +110,13 @@ type Profile struct {
 // ProfileSourceVersion records which OpenShift API text the predefined
 // profiles follow, so a change of the lists is a deliberate, visible edit.
 //
-// The lists are those of openshift/api config/v1/types_tlssecurityprofile.go
-// in its newest form known to us (the one that has the 7-value TLSGroup enum
-// and the `groups` field): Mozilla Server Side TLS guidelines version 5.8,
-// each Ciphers list being Mozilla's "ciphersuites" (TLS 1.3) followed by its
-// "ciphers", and every predefined profile naming the groups X25519MLKEM768,
-// X25519, secp256r1, secp384r1. The older API text (Mozilla 5.x with DHE
-// suites, no groups) is not followed.
+// The cipher lists are those of openshift/api config/v1 TLSProfiles after
+// Mozilla's Server Side TLS guidelines version 5.8: each list is Mozilla's
+// "ciphersuites" (TLS 1.3) followed by its "ciphers" (no DHE suites, which
+// Go cannot use anyway). The predefined profiles name no curves: a
+// workload then keeps its TLS library's defaults, and the resolved
+// document says so (curvePreferences = LibraryDefaults). Curves are set
+// only by a Custom profile.
 const ProfileSourceVersion = "openshift/api config/v1 TLSProfiles, Mozilla Server Side TLS guidelines 5.8"
 
 // Predefined returns the profile a predefined type stands for, exactly as
@@ -154,15 +154,13 @@ func Predefined(t ProfileType) (Profile, bool) {
 		"AES256-SHA",
 		"DES-CBC3-SHA",
 	}
-	groups := []string{"X25519MLKEM768", "X25519", "secp256r1", "secp384r1"}
-
 	switch t {
 	case ProfileOld:
-		return Profile{Type: t, MinTLSVersion: VersionTLS10, Ciphers: slices.Concat(tls13, intermediate, old), Curves: groups}, true
+		return Profile{Type: t, MinTLSVersion: VersionTLS10, Ciphers: slices.Concat(tls13, intermediate, old)}, true
 	case ProfileIntermediate:
-		return Profile{Type: t, MinTLSVersion: VersionTLS12, Ciphers: slices.Concat(tls13, intermediate), Curves: groups}, true
+		return Profile{Type: t, MinTLSVersion: VersionTLS12, Ciphers: slices.Concat(tls13, intermediate)}, true
 	case ProfileModern:
-		return Profile{Type: t, MinTLSVersion: VersionTLS13, Ciphers: tls13, Curves: groups}, true
+		return Profile{Type: t, MinTLSVersion: VersionTLS13, Ciphers: tls13}, true
 	}
 	return Profile{}, false
 }

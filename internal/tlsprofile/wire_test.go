@@ -130,7 +130,8 @@ func TestProfilesOnTheWire(t *testing.T) {
 				accept: true, version: tls.VersionTLS10, suite: tls.TLS_RSA_WITH_3DES_EDE_CBC_SHA},
 			{name: "TLS 1.3 default client", accept: true, version: tls.VersionTLS13, curve: tls.X25519MLKEM768},
 			{name: "TLS 1.2, only RC4 (not in the profile)", min: tls.VersionTLS12, max: tls.VersionTLS12, suites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_RC4_128_SHA}},
-			{name: "TLS 1.2, only P-521 (not among the profile's curves)", max: tls.VersionTLS12, suites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}, curves: []tls.CurveID{tls.CurveP521}},
+			{name: "TLS 1.2, only P-521 (the profile names no curves: Go's defaults, which have it, apply)", max: tls.VersionTLS12, suites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}, curves: []tls.CurveID{tls.CurveP521},
+				accept: true, version: tls.VersionTLS12, suite: tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, curve: tls.CurveP521},
 		}},
 		{Spec{Type: ProfileIntermediate}, []client{
 			{name: "TLS 1.2, ECDHE-ECDSA-AES128-GCM-SHA256", max: tls.VersionTLS12, suites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256},
@@ -141,13 +142,13 @@ func TestProfilesOnTheWire(t *testing.T) {
 			{name: "TLS 1.1, below the minimum", min: tls.VersionTLS10, max: tls.VersionTLS11, suites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA}},
 			{name: "TLS 1.2, only ECDHE-ECDSA-AES128-SHA (a Go default the profile leaves out)", max: tls.VersionTLS12, suites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA}},
 			{name: "TLS 1.2, only AES128-GCM-SHA256 (RSA key exchange, left out)", max: tls.VersionTLS12, suites: []uint16{tls.TLS_RSA_WITH_AES_128_GCM_SHA256}},
-			{name: "TLS 1.3, only P-521 (not among the profile's curves)", curves: []tls.CurveID{tls.CurveP521}},
+			{name: "TLS 1.3, only P-521 (Go's default curves apply)", curves: []tls.CurveID{tls.CurveP521}, accept: true, version: tls.VersionTLS13, curve: tls.CurveP521},
 		}},
 		{Spec{Type: ProfileModern}, []client{
 			{name: "TLS 1.3 default client", accept: true, version: tls.VersionTLS13, curve: tls.X25519MLKEM768},
 			{name: "TLS 1.3, X25519 only", curves: []tls.CurveID{tls.X25519}, accept: true, version: tls.VersionTLS13, curve: tls.X25519},
 			{name: "TLS 1.2, below the minimum", max: tls.VersionTLS12, suites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}},
-			{name: "TLS 1.3, only SecP256r1MLKEM768 (not among the profile's curves)", curves: []tls.CurveID{tls.SecP256r1MLKEM768}},
+			{name: "TLS 1.3, only SecP256r1MLKEM768 (Go's default curves apply)", curves: []tls.CurveID{tls.SecP256r1MLKEM768}, accept: true, version: tls.VersionTLS13, curve: tls.SecP256r1MLKEM768},
 		}},
 		{Spec{Type: ProfileCustom, MinTLSVersion: VersionTLS12, Ciphers: []string{"ECDHE-ECDSA-AES256-GCM-SHA384"}, Curves: []string{"P-384"}}, []client{
 			{name: "TLS 1.2, the one cipher and curve", max: tls.VersionTLS12, suites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384},
