@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -37,6 +38,7 @@ import (
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconcilerinstall"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
 )
 
 const reconcilerAddr = "kmshealth_reconciler.test"
@@ -916,6 +918,13 @@ ca_bundles = { "Not_An_APIService" = "Secret/default/x/ca.crt" }`, `(?s)ca_bundl
 cpu_request = "lots"`, `(?s)Invalid quantity.*cpu_request: "lots" is not a quantity`),
 			planOnly(`namespace = "ok"
 memory_request = "1Gi"`, `(?s)memory_request.*memory_request 1Gi is above memory_limit 128Mi`),
+			planOnly(`namespace = "ok"
+tls_profiles = [{ namespace = "apps", name = "p", rollout_targets = [{ kind = "Pod", namespace = "apps", name = "web" }] }]`,
+				`(?s)tls_profiles\[0\].rollout_targets\[0\].kind.*value must be one of`),
+			planOnly(`namespace = "ok"
+tls_profiles = [{ namespace = "Apps", name = "p" }]`, `(?s)Invalid value.*"Apps" is not a namespace name`),
+			planOnly(`namespace = "ok"
+tls_profiles = [{ namespace = "apps", name = "p" }, { namespace = "apps", name = "p" }]`, `(?s)Duplicate List Value.*tls_profiles.*duplicate values`),
 		},
 	})
 }
@@ -1002,43 +1011,12 @@ resource "kmshealth_reconciler" "test" {
 `, api, srcNS, ns)
 
 	runReconciler := func(*terraform.State) error {
-		d, err := getDeployment(ns, "kmshealth-reconciler")
+		r, err := startInstalledReconciler(t, binary, ns)
 		if err != nil {
 			return err
 		}
-		ct := d.Spec.Template.Spec.Containers[0]
-		var args []string
-		for _, a := range ct.Args {
-			switch {
-			case strings.HasPrefix(a, "--metrics-bind-address="), strings.HasPrefix(a, "--health-probe-bind-address="):
-				// The pod's ports would clash with other processes on the host.
-				name, _, _ := strings.Cut(a, "=")
-				args = append(args, name+"=127.0.0.1:0")
-			default:
-				args = append(args, strings.ReplaceAll(a, "$(POD_NAMESPACE)", ns)) // as the kubelet expands it
-			}
-		}
-		args = append(args, "--kubeconfig="+serviceAccountKubeconfig(t, ns, d.Spec.Template.Spec.ServiceAccountName))
-		logs := &devenv.SyncBuffer{}
-		cmd := exec.Command(binary, args...)
-		cmd.Env = append(os.Environ(), "POD_NAMESPACE="+ns)
-		cmd.Stdout, cmd.Stderr = logs, logs
-		p, err := devenv.StartCommand(cmd)
-		if err != nil {
-			return err
-		}
-		defer p.Stop()
-		fail := func(format string, a ...any) error {
-			return fmt.Errorf(format+"\nreconciler %q log:\n%s", append(a, args, logs.String())...)
-		}
-
-		leases := env.Clientset().CoordinationV1().Leases(ns)
-		leaseWatch := listWatch(leases.List, leases.Watch, "metadata.name="+reconcilerinstall.LeaseName)
-		if err := waitUntil(leaseWatch, &coordinationv1.Lease{}, 30*time.Second, func(l *coordinationv1.Lease) bool {
-			return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != ""
-		}); err != nil {
-			return fail("no leader elected on Lease %s/%s: %v", ns, reconcilerinstall.LeaseName, err)
-		}
+		defer r.stop()
+		fail := r.fail
 
 		// An installer overwrites the bundle: the reconciler restores it.
 		apis := aggregatorClient(t).ApiregistrationV1().APIServices()
@@ -1063,12 +1041,7 @@ resource "kmshealth_reconciler" "test" {
 		}); err != nil {
 			return fail("no Event recorded for %s: %v", api, err)
 		}
-		for _, line := range strings.Split(logs.String(), "\n") {
-			if strings.Contains(strings.ToLower(line), "forbidden") && (strings.Contains(line, ns) || strings.Contains(line, srcNS) || strings.Contains(line, api)) {
-				return fail("the reconciler was denied something it needs: %s", line)
-			}
-		}
-		return nil
+		return r.checkNotDenied(ns, srcNS, api)
 	}
 
 	resource.Test(t, resource.TestCase{
@@ -1079,6 +1052,187 @@ resource "kmshealth_reconciler" "test" {
 			Check:  runReconciler,
 		}},
 	})
+}
+
+// installedReconciler is the real provider binary in reconcile mode with the
+// installed Deployment's own arguments, authenticated as the installed
+// ServiceAccount, holding the Lease.
+type installedReconciler struct {
+	args []string
+	logs *devenv.SyncBuffer
+	stop func()
+}
+
+// startInstalledReconciler starts the reconciler that kmshealth_reconciler
+// installed in ns (as a process: there is no kubelet), and waits until it
+// leads.
+func startInstalledReconciler(t *testing.T, binary, ns string) (*installedReconciler, error) {
+	d, err := getDeployment(ns, "kmshealth-reconciler")
+	if err != nil {
+		return nil, err
+	}
+	ct := d.Spec.Template.Spec.Containers[0]
+	r := &installedReconciler{logs: &devenv.SyncBuffer{}}
+	for _, a := range ct.Args {
+		switch {
+		case strings.HasPrefix(a, "--metrics-bind-address="), strings.HasPrefix(a, "--health-probe-bind-address="):
+			// The pod's ports would clash with other processes on the host.
+			name, _, _ := strings.Cut(a, "=")
+			r.args = append(r.args, name+"=127.0.0.1:0")
+		default:
+			r.args = append(r.args, strings.ReplaceAll(a, "$(POD_NAMESPACE)", ns)) // as the kubelet expands it
+		}
+	}
+	r.args = append(r.args, "--kubeconfig="+serviceAccountKubeconfig(t, ns, d.Spec.Template.Spec.ServiceAccountName))
+	cmd := exec.Command(binary, r.args...)
+	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+ns)
+	cmd.Stdout, cmd.Stderr = r.logs, r.logs
+	p, err := devenv.StartCommand(cmd)
+	if err != nil {
+		return nil, err
+	}
+	r.stop = p.Stop
+	leases := env.Clientset().CoordinationV1().Leases(ns)
+	leaseWatch := listWatch(leases.List, leases.Watch, "metadata.name="+reconcilerinstall.LeaseName)
+	if err := waitUntil(leaseWatch, &coordinationv1.Lease{}, 30*time.Second, func(l *coordinationv1.Lease) bool {
+		return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != ""
+	}); err != nil {
+		p.Stop()
+		return nil, r.fail("no leader elected on Lease %s/%s: %v", ns, reconcilerinstall.LeaseName, err)
+	}
+	return r, nil
+}
+
+// fail is an error with the reconciler's arguments and log.
+func (r *installedReconciler) fail(format string, a ...any) error {
+	return fmt.Errorf(format+"\nreconciler %q log:\n%s", append(a, r.args, r.logs.String())...)
+}
+
+// checkNotDenied fails when the log shows a Forbidden error about any of
+// the names: the RBAC is then not sufficient for what the reconciler keeps.
+func (r *installedReconciler) checkNotDenied(names ...string) error {
+	for _, line := range strings.Split(r.logs.String(), "\n") {
+		if !strings.Contains(strings.ToLower(line), "forbidden") {
+			continue
+		}
+		for _, n := range names {
+			if strings.Contains(line, n) {
+				return r.fail("the reconciler was denied something it needs: %s", line)
+			}
+		}
+	}
+	return nil
+}
+
+// TestAccReconciler_keepsTLSProfiles: a reconciler given tls_profiles,
+// running under exactly the RBAC and admission policies it installs,
+// follows a change of the cluster's TLS profile into the profile
+// ConfigMap and the rollout target's hash, and restores a removed hash;
+// import reads tls_profiles back from the record.
+func TestAccReconciler_keepsTLSProfiles(t *testing.T) {
+	ctx := context.Background()
+	ns, appNS := uniqueName(t), uniqueName(t)+"-app"
+	mustCreateNamespace(t, ns)
+	mustCreateNamespace(t, appNS)
+	mustCreateDeployment(t, appNS, "web")
+	installAPIServerAPI(t, map[string]any{"tlsSecurityProfile": map[string]any{"type": "Intermediate"}})
+	binary, err := devenv.BuildProvider(ctx, t.TempDir(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := providerBlock() + fmt.Sprintf(`
+resource "kmshealth_tls_profile_configmap" "web" {
+  namespace       = %[1]q
+  name            = "web-tls"
+  source          = "cluster"
+  rollout_targets = [{ kind = "Deployment", namespace = %[1]q, name = "web" }]
+}
+
+resource "kmshealth_reconciler" "test" {
+  namespace        = %[2]q
+  replicas         = 1
+  tls_profiles     = [for p in [kmshealth_tls_profile_configmap.web] : { namespace = p.namespace, name = p.name, rollout_targets = p.rollout_targets }]
+  wait_for_rollout = false # no kubelet here: the test runs the reconciler as a process
+}
+`, appNS, ns)
+	deployments := env.Clientset().AppsV1().Deployments(appNS)
+	hashOf := func(d *appsv1.Deployment) string { return d.Spec.Template.Annotations[tlsprofile.HashAnnotation] }
+	follow := func(*terraform.State) error {
+		r, err := startInstalledReconciler(t, binary, ns)
+		if err != nil {
+			return err
+		}
+		defer r.stop()
+		modern := mustResolve(t, tlsprofile.Spec{Type: tlsprofile.ProfileModern, Source: tlsprofile.SourceCluster})
+		start := time.Now()
+		setClusterProfile(t, map[string]any{"type": "Modern", "modern": map[string]any{}})
+		cms := env.Clientset().CoreV1().ConfigMaps(appNS)
+		if err := waitUntil(listWatch(cms.List, cms.Watch, "metadata.name=web-tls"), &corev1.ConfigMap{}, 30*time.Second, func(cm *corev1.ConfigMap) bool {
+			return cm.Data[tlsprofile.DocumentKey] == string(modern.JSON)
+		}); err != nil {
+			return r.fail("profile.json did not follow the cluster profile to Modern: %v", err)
+		}
+		dw := listWatch(deployments.List, deployments.Watch, "metadata.name=web")
+		if err := waitUntil(dw, &appsv1.Deployment{}, 30*time.Second, func(d *appsv1.Deployment) bool { return hashOf(d) == modern.Hash }); err != nil {
+			return r.fail("the rollout target's hash did not follow the cluster profile: %v", err)
+		}
+		t.Logf("cluster profile change reached the ConfigMap and the target in %s", time.Since(start).Round(time.Millisecond))
+
+		// A Helm upgrade drops the annotation: the reconciler puts it back.
+		d, err := deployments.Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		delete(d.Spec.Template.Annotations, tlsprofile.HashAnnotation)
+		if _, err := deployments.Update(ctx, d, metav1.UpdateOptions{FieldManager: "helm"}); err != nil {
+			return err
+		}
+		if err := waitUntil(dw, &appsv1.Deployment{}, 30*time.Second, func(d *appsv1.Deployment) bool { return hashOf(d) == modern.Hash }); err != nil {
+			return r.fail("a removed hash annotation was not restored: %v", err)
+		}
+		return r.checkNotDenied(ns, appNS, "web")
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6,
+		CheckDestroy:             checkUninstalled(ns, "kmshealth-reconciler"),
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr("kmshealth_reconciler.test", "tls_profiles.0.name", "web-tls"),
+					resource.TestCheckResourceAttr("kmshealth_reconciler.test", "tls_profiles.0.rollout_targets.0.name", "web"),
+					follow,
+				),
+				// The cluster's profile changed: the profile resource shows it.
+				ExpectNonEmptyPlan: true,
+			},
+			// Applying it changes only the profile resource's state (the
+			// reconciler already wrote the cluster's profile); then the plan
+			// is empty.
+			{
+				Config: config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("kmshealth_reconciler.test", plancheck.ResourceActionNoop),
+					plancheck.ExpectResourceAction("kmshealth_tls_profile_configmap.web", plancheck.ResourceActionUpdate),
+				}},
+				Check: resource.TestCheckResourceAttr("kmshealth_tls_profile_configmap.web", "min_tls_version", "VersionTLS13"),
+			},
+			{
+				ResourceName: "kmshealth_reconciler.test", ImportState: true, ImportStateId: ns + "/kmshealth-reconciler",
+				ImportStateVerify: true, ImportStateVerifyIgnore: []string{"timeouts", "wait_for_rollout"},
+			},
+		},
+	})
+}
+
+// mustResolve resolves spec with no opinion on adherence.
+func mustResolve(t *testing.T, spec tlsprofile.Spec) tlsprofile.Resolved {
+	t.Helper()
+	r, _, err := tlsprofile.Resolve(spec, tlsprofile.AdherenceNoOpinion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // TestAccReconciler_unreachable: an install against a server that refuses

@@ -3,7 +3,9 @@ package reconcilerinstall
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -13,12 +15,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
 )
 
 // env is the package's one control plane: real etcd and kube-apiserver.
@@ -278,4 +282,81 @@ func TestWaitForRollout(t *testing.T) {
 	if err := Delete(ctx, clients(), c.Namespace, c.Name, false); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestTLSProfiles: the profiles round-trip through the record, each
+// namespace of a profile or a target gets a Role naming exactly its
+// objects, and a namespace no longer named loses its Role.
+func TestTLSProfiles(t *testing.T) {
+	ctx := context.Background()
+	core := env.Clientset()
+	for _, ns := range []string{"ri-tls", "ri-tls-a", "ri-tls-b"} {
+		createNamespace(t, core, ns)
+	}
+	a := TLSProfile{Namespace: "ri-tls-a", Name: "profile", Targets: []tlsprofile.Target{
+		{Kind: "Deployment", Namespace: "ri-tls-a", Name: "web"}, {Kind: "DaemonSet", Namespace: "ri-tls-b", Name: "agent"}}}
+	b := TLSProfile{Namespace: "ri-tls-b", Name: "edge.profile"}
+	c := Config{Namespace: "ri-tls", Name: "rec", Image: "x", Replicas: 1, AdmissionPolicy: true, TLSProfiles: []TLSProfile{b, a}}
+	mustApply(t, c)
+	got := observe(t, c).Config()
+	if want := []TLSProfile{a, {Namespace: b.Namespace, Name: b.Name, Targets: []tlsprofile.Target{}}}; !reflect.DeepEqual(got.TLSProfiles, want) {
+		t.Errorf("observed TLS profiles %+v, want %+v", got.TLSProfiles, want)
+	}
+	if !slices.Contains(Args(got), "--tls-profile-configmaps=ri-tls-a/profile,ri-tls-b/edge.profile") {
+		t.Errorf("args %v", Args(got))
+	}
+	rules := func(ns string) []string {
+		r, err := core.RbacV1().Roles(ns).Get(ctx, c.TLSProfileRoleName(), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, rule := range r.Rules {
+			out = append(out, fmt.Sprintf("%s/%s %v %v", strings.Join(rule.APIGroups, ","), strings.Join(rule.Resources, ","), rule.ResourceNames, rule.Verbs))
+		}
+		return out
+	}
+	if got, want := rules("ri-tls-a"), []string{
+		"/configmaps [profile] [get list watch patch]",
+		"events.k8s.io/events [] [create patch]",
+		"apps/deployments [web] [get list watch patch]",
+	}; !slices.Equal(got, want) {
+		t.Errorf("Role in ri-tls-a:\n got %q\nwant %q", got, want)
+	}
+	if got, want := rules("ri-tls-b"), []string{
+		"/configmaps [edge.profile] [get list watch patch]",
+		"events.k8s.io/events [] [create patch]",
+		"apps/daemonsets [agent] [get list watch patch]",
+	}; !slices.Equal(got, want) {
+		t.Errorf("Role in ri-tls-b:\n got %q\nwant %q", got, want)
+	}
+
+	// An out-of-band edit of the record is drift.
+	if _, err := core.CoreV1().ConfigMaps("ri-tls").Patch(ctx, c.RecordName(), types.MergePatchType,
+		[]byte(`{"data":{"tlsprofile.ri-tls-b.edge.profile":"[{\"kind\":\"Deployment\",\"namespace\":\"ri-tls-b\",\"name\":\"x\"}]"}}`),
+		metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	if d := drift(t, c); !slices.Contains(d, "ConfigMap ri-tls/"+c.RecordName()+" was changed") {
+		t.Errorf("drift after a record edit: %v", d)
+	}
+
+	// Only profile a, whose targets reach ri-tls-b: that Role keeps only the
+	// DaemonSet. Then none: both Roles go.
+	c.TLSProfiles = []TLSProfile{a}
+	mustApply(t, c)
+	if got, want := rules("ri-tls-b"), []string{"apps/daemonsets [agent] [get list watch patch]"}; !slices.Equal(got, want) {
+		t.Errorf("Role in ri-tls-b with profile a only:\n got %q\nwant %q", got, want)
+	}
+	c.TLSProfiles = nil
+	mustApply(t, c)
+	for _, ns := range []string{"ri-tls-a", "ri-tls-b"} {
+		if _, err := core.RbacV1().Roles(ns).Get(ctx, c.TLSProfileRoleName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("TLS profiles Role in %s kept with no profiles (err=%v)", ns, err)
+		}
+	}
+	if err := Delete(ctx, clients(), c.Namespace, c.Name, false); err != nil {
+		t.Fatal(err)
+	}
+	checkNothingLeft(t, c)
 }

@@ -1,8 +1,11 @@
 package reconcilerinstall
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -23,6 +26,7 @@ import (
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
 )
 
 // Objects are the apply configurations of one installation, each holding
@@ -38,6 +42,8 @@ type Objects struct {
 	EventsRoleBinding   *rbacv1ac.RoleBindingApplyConfiguration
 	SourceRoles         []*rbacv1ac.RoleApplyConfiguration // one per source namespace, sorted
 	SourceRoleBindings  []*rbacv1ac.RoleBindingApplyConfiguration
+	TLSRoles            []*rbacv1ac.RoleApplyConfiguration // one per namespace of TLSNamespaces, sorted
+	TLSRoleBindings     []*rbacv1ac.RoleBindingApplyConfiguration
 	Record              *corev1ac.ConfigMapApplyConfiguration
 	Deployment          *appsv1ac.DeploymentApplyConfiguration
 	PodDisruptionBudget *policyv1ac.PodDisruptionBudgetApplyConfiguration // nil when Replicas is 1
@@ -67,6 +73,10 @@ func Build(c Config) (Objects, error) {
 	for _, ns := range c.SourceNamespaces() {
 		o.SourceRoles = append(o.SourceRoles, BuildSourcesRole(c, ns))
 		o.SourceRoleBindings = append(o.SourceRoleBindings, BuildSourcesRoleBinding(c, ns))
+	}
+	for _, ns := range c.TLSNamespaces() {
+		o.TLSRoles = append(o.TLSRoles, BuildTLSProfilesRole(c, ns))
+		o.TLSRoleBindings = append(o.TLSRoleBindings, BuildTLSProfilesRoleBinding(c, ns))
 	}
 	if c.Replicas > 1 {
 		o.PodDisruptionBudget = BuildPodDisruptionBudget(c)
@@ -122,6 +132,13 @@ func BuildClusterRole(c Config) *rbacv1ac.ClusterRoleApplyConfiguration {
 		rbacv1ac.PolicyRule().WithAPIGroups(t.Group).WithResources(t.Resource).WithResourceNames(t.Name).WithVerbs("get", "list", "watch"),
 		rbacv1ac.PolicyRule().WithAPIGroups(t.Group).WithResources(t.Resource+"/status").WithResourceNames(t.Name).WithVerbs("patch"),
 	)
+	if len(c.TLSProfiles) > 0 {
+		// The TLS profile controller follows OpenShift's APIServer "cluster"
+		// (read only; a cluster without that API costs one idle watch).
+		gvr := tlsprofile.APIServerGVR()
+		rules = append(rules, rbacv1ac.PolicyRule().WithAPIGroups(gvr.Group).WithResources(gvr.Resource).
+			WithResourceNames(tlsprofile.APIServerName).WithVerbs("get", "list", "watch"))
+	}
 	return rbacv1ac.ClusterRole(c.ClusterRoleName()).
 		WithLabels(c.Labels(ComponentReconciler)).
 		WithRules(rules...)
@@ -179,14 +196,102 @@ func BuildEventsRoleBinding(c Config) *rbacv1ac.RoleBindingApplyConfiguration {
 }
 
 // BuildRecord is the reconciler's record of what it keeps: one entry per
-// APIService, with its source. The reconciler watches it, so a new entry
-// needs no restart; an installer that rewrites an APIService cannot drop it.
+// APIService, with its source (the reconciler watches it, so a new entry
+// needs no restart; an installer that rewrites an APIService cannot drop
+// it), and one per TLS profile ConfigMap with its rollout targets (read
+// back for import and drift; the reconciler learns the targets from the
+// profile ConfigMap itself).
 func BuildRecord(c Config) *corev1ac.ConfigMapApplyConfiguration {
 	ac := corev1ac.ConfigMap(c.RecordName(), c.Namespace).WithLabels(c.Labels(ComponentRecord))
 	if len(c.CABundles) > 0 { // an empty map would not round-trip
 		ac.WithData(cabundle.RecordData(c.CABundles))
 	}
+	if len(c.TLSProfiles) > 0 {
+		ac.WithData(tlsProfilesRecord(c.TLSProfiles))
+	}
 	return ac
+}
+
+// tlsProfileRecordPrefix prefixes the record's TLS profile keys:
+// "tlsprofile.<namespace>.<name>" = the rollout targets as JSON. A
+// namespace holds no dot, so the key splits unambiguously.
+const tlsProfileRecordPrefix = "tlsprofile."
+
+func tlsProfilesRecord(profiles []TLSProfile) map[string]string {
+	out := make(map[string]string, len(profiles))
+	for _, p := range profiles {
+		targets := p.Targets
+		if targets == nil {
+			targets = []tlsprofile.Target{}
+		}
+		b, _ := json.Marshal(targets) // strings only: cannot fail
+		out[tlsProfileRecordPrefix+p.Namespace+"."+p.Name] = string(b)
+	}
+	return out
+}
+
+// tlsProfilesFromRecord reads the record's TLS profiles, sorted by
+// namespace/name; entries that do not parse are left out.
+func tlsProfilesFromRecord(data map[string]string) []TLSProfile {
+	var out []TLSProfile
+	for k, v := range data {
+		rest, ok := strings.CutPrefix(k, tlsProfileRecordPrefix)
+		if !ok {
+			continue
+		}
+		ns, name, ok := strings.Cut(rest, ".")
+		if !ok {
+			continue
+		}
+		p := TLSProfile{Namespace: ns, Name: name}
+		if json.Unmarshal([]byte(v), &p.Targets) != nil {
+			continue
+		}
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b TLSProfile) int { return strings.Compare(a.ID(), b.ID()) })
+	return out
+}
+
+// BuildTLSProfilesRole is the Role in namespace ns that lets the TLS
+// profile controller keep the profile ConfigMaps there (read, watch and
+// patch each by name, and record Events about them) and annotate the
+// rollout targets there (read, watch and patch each by name). The admission
+// policies narrow patch to profile.json and the hash annotation.
+func BuildTLSProfilesRole(c Config, ns string) *rbacv1ac.RoleApplyConfiguration {
+	var cms []string
+	for _, p := range c.TLSProfiles {
+		if p.Namespace == ns {
+			cms = append(cms, p.Name)
+		}
+	}
+	var rules []*rbacv1ac.PolicyRuleApplyConfiguration
+	if len(cms) > 0 {
+		slices.Sort(cms)
+		rules = append(rules,
+			rbacv1ac.PolicyRule().WithAPIGroups(corev1.GroupName).WithResources("configmaps").
+				WithResourceNames(slices.Compact(cms)...).WithVerbs("get", "list", "watch", "patch"),
+			rbacv1ac.PolicyRule().WithAPIGroups(eventsv1.GroupName).WithResources("events").WithVerbs("create", "patch"))
+	}
+	byResource := map[string][]string{}
+	for _, t := range c.tlsTargets() {
+		if t.Namespace == ns {
+			byResource[tlsprofile.TargetResource(t.Kind)] = append(byResource[tlsprofile.TargetResource(t.Kind)], t.Name)
+		}
+	}
+	for _, res := range slices.Sorted(maps.Keys(byResource)) {
+		rules = append(rules, rbacv1ac.PolicyRule().WithAPIGroups(appsv1.GroupName).WithResources(res).
+			WithResourceNames(byResource[res]...).WithVerbs("get", "list", "watch", "patch"))
+	}
+	return rbacv1ac.Role(c.TLSProfileRoleName(), ns).WithLabels(c.Labels(ComponentTLSProfiles)).WithRules(rules...)
+}
+
+// BuildTLSProfilesRoleBinding binds the TLS profiles Role in ns.
+func BuildTLSProfilesRoleBinding(c Config, ns string) *rbacv1ac.RoleBindingApplyConfiguration {
+	return rbacv1ac.RoleBinding(c.TLSProfileRoleName(), ns).
+		WithLabels(c.Labels(ComponentTLSProfiles)).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(c.TLSProfileRoleName())).
+		WithSubjects(c.subject())
 }
 
 // BuildLeaderRoleBinding binds the leader-election Role.
@@ -260,7 +365,7 @@ func BuildSourcesRoleBinding(c Config, ns string) *rbacv1ac.RoleBindingApplyConf
 // with the Lease in the pod's own namespace and in-cluster configuration
 // (no --kubeconfig).
 func Args(c Config) []string {
-	return []string{
+	args := []string{
 		"reconcile",
 		"--namespace=$(" + podNamespaceEnv + ")",
 		"--leader-elect=true",
@@ -271,6 +376,15 @@ func Args(c Config) []string {
 		kmsMaxStalenessFlag + c.kmsMaxStaleness().String(),
 		"--field-manager=" + c.fieldManager(),
 	}
+	if len(c.TLSProfiles) > 0 {
+		ids := make([]string, len(c.TLSProfiles))
+		for i, p := range c.TLSProfiles {
+			ids[i] = p.ID()
+		}
+		slices.Sort(ids) // the order in tls_profiles does not matter
+		args = append(args, "--tls-profile-configmaps="+strings.Join(ids, ","))
+	}
+	return args
 }
 
 // The aggregator's flags, read back by Live.Config.

@@ -52,7 +52,7 @@ func Declare(c Config) install.Declaration {
 	// unconstrained; by name too when the Config has none, so Delete finds
 	// them.
 	if c.AdmissionPolicy || c.Image == "" {
-		for _, p := range []install.Policy{APIServicePolicy(c), KMSStatusPolicy(c)} {
+		for _, p := range []install.Policy{APIServicePolicy(c), KMSStatusPolicy(c), TLSConfigMapPolicy(c), WorkloadPolicy(c)} {
 			for _, o := range p.Objects() {
 				if !c.AdmissionPolicy {
 					o.Body = nil
@@ -64,6 +64,11 @@ func Declare(c Config) install.Declaration {
 	for i, role := range objs.SourceRoles {
 		add(install.Roles, *role.Namespace, *role.Name, role)
 		b := objs.SourceRoleBindings[i]
+		add(install.RoleBindings, *b.Namespace, *b.Name, b)
+	}
+	for i, role := range objs.TLSRoles {
+		add(install.Roles, *role.Namespace, *role.Name, role)
+		b := objs.TLSRoleBindings[i]
 		add(install.RoleBindings, *b.Namespace, *b.Name, b)
 	}
 	add(install.ConfigMaps, c.Namespace, c.RecordName(), body(objs.Record))
@@ -172,6 +177,7 @@ func (l *Live) Config() Config {
 		if len(good) > 0 {
 			c.CABundles = good
 		}
+		c.TLSProfiles = tlsProfilesFromRecord(data)
 	}
 	u := l.deployment()
 	if u == nil {

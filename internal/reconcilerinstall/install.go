@@ -21,6 +21,7 @@ import (
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
 )
 
 // Names and values shared with the provider, the docs and the tests.
@@ -61,6 +62,7 @@ const (
 	ComponentMetrics       = "metrics"
 	ComponentRecord        = "record"
 	ComponentEvents        = "events"
+	ComponentTLSProfiles   = "tls-profiles"
 	recordSuffix           = "-record"
 	podSecurityEnforce     = "pod-security.kubernetes.io/enforce"
 	podSecurityRestricted  = "restricted"
@@ -69,6 +71,7 @@ const (
 	leaderElectionSuffix   = "-leader-election"
 	sourcesRolePrefix      = "kmshealth-reconciler-"
 	sourcesRoleSuffix      = "-sources"
+	tlsProfilesRoleSuffix  = "-tls-profiles"
 	clusterRolePrefix      = "kmshealth-reconciler:"
 	podNamespaceEnv        = "POD_NAMESPACE"
 	metricsPortName        = "metrics"
@@ -100,6 +103,12 @@ type Config struct {
 	// kmshealth_apiservice_cabundle resources it keeps (default kmshealth),
 	// so the two never take the field from each other.
 	FieldManager string
+	// TLSProfiles are the kmshealth_tls_profile_configmap ConfigMaps the
+	// reconciler keeps (--tls-profile-configmaps), each with its rollout
+	// targets: RBAC grants exactly these ConfigMaps and targets, and the
+	// admission policies let it change only profile.json and the targets'
+	// hash annotation.
+	TLSProfiles []TLSProfile
 	// AdmissionPolicy installs the ValidatingAdmissionPolicies under which
 	// the reconciler's ServiceAccount may change only the fields it owns
 	// (needs admissionregistration.k8s.io/v1, Kubernetes 1.30 or later).
@@ -107,6 +116,16 @@ type Config struct {
 	// Resources are the container's requests and limits.
 	install.Resources
 }
+
+// TLSProfile is one profile ConfigMap and the workloads it rolls.
+type TLSProfile struct {
+	Namespace string              `json:"namespace"`
+	Name      string              `json:"name"`
+	Targets   []tlsprofile.Target `json:"rolloutTargets"`
+}
+
+// ID is <namespace>/<name>, as --tls-profile-configmaps takes it.
+func (p TLSProfile) ID() string { return p.Namespace + "/" + p.Name }
 
 // DefaultKMSMaxStaleness matches the reporters' default 30 s interval.
 const DefaultKMSMaxStaleness = kmshealth.StalenessFactor * kmshealth.DefaultInterval
@@ -182,6 +201,7 @@ func (c Config) Validate() error {
 	if c.KMSMaxStaleness < 0 {
 		errs = append(errs, fmt.Errorf("kms_max_staleness %s: must be positive", c.KMSMaxStaleness))
 	}
+	errs = append(errs, c.validateTLSProfiles()...)
 	errs = append(errs, c.Resources.Validate()...)
 	return errors.Join(errs...)
 }
@@ -257,5 +277,69 @@ func (c Config) SelectorLabels() map[string]string {
 func sortedSources(in []cabundle.Source) []cabundle.Source {
 	out := slices.Clone(in)
 	slices.SortFunc(out, func(a, b cabundle.Source) int { return strings.Compare(a.String(), b.String()) })
+	return slices.Compact(out)
+}
+
+// validateTLSProfiles checks the names RBAC will carry; each profile once.
+func (c Config) validateTLSProfiles() []error {
+	var errs []error
+	seen := map[string]bool{}
+	for i, p := range c.TLSProfiles {
+		at := fmt.Sprintf("tls_profiles[%d]", i)
+		if seen[p.ID()] {
+			errs = append(errs, fmt.Errorf("%s: %s is listed twice: list each profile ConfigMap once", at, p.ID()))
+		}
+		seen[p.ID()] = true
+		for _, m := range validation.IsDNS1123Label(p.Namespace) {
+			errs = append(errs, fmt.Errorf("%s.namespace %q: %s", at, p.Namespace, m))
+		}
+		for _, m := range validation.IsDNS1123Subdomain(p.Name) {
+			errs = append(errs, fmt.Errorf("%s.name %q: %s", at, p.Name, m))
+		}
+		for j, t := range p.Targets {
+			tat := fmt.Sprintf("%s.rollout_targets[%d]", at, j)
+			if _, err := t.GVR(); err != nil {
+				errs = append(errs, fmt.Errorf("%s.kind: %w", tat, err))
+			}
+			for _, m := range validation.IsDNS1123Label(t.Namespace) {
+				errs = append(errs, fmt.Errorf("%s.namespace %q: %s", tat, t.Namespace, m))
+			}
+			for _, m := range validation.IsDNS1123Subdomain(t.Name) {
+				errs = append(errs, fmt.Errorf("%s.name %q: %s", tat, t.Name, m))
+			}
+		}
+	}
+	return errs
+}
+
+// TLSNamespaces are the namespaces that get a TLS profiles Role: those of
+// the profile ConfigMaps and of their targets, sorted.
+func (c Config) TLSNamespaces() []string {
+	var out []string
+	for _, p := range c.TLSProfiles {
+		out = append(out, p.Namespace)
+		for _, t := range p.Targets {
+			out = append(out, t.Namespace)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// TLSProfileRoleName names the Role and RoleBinding in each namespace of
+// TLSNamespaces.
+func (c Config) TLSProfileRoleName() string {
+	return sourcesRolePrefix + c.Name + tlsProfilesRoleSuffix
+}
+
+// tlsTargets are the rollout targets of every profile, sorted, once each.
+func (c Config) tlsTargets() []tlsprofile.Target {
+	var out []tlsprofile.Target
+	for _, p := range c.TLSProfiles {
+		out = append(out, p.Targets...)
+	}
+	slices.SortFunc(out, func(a, b tlsprofile.Target) int {
+		return strings.Compare(a.Kind+"/"+a.Namespace+"/"+a.Name, b.Kind+"/"+b.Namespace+"/"+b.Name)
+	})
 	return slices.Compact(out)
 }

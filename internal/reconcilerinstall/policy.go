@@ -1,17 +1,20 @@
 package reconcilerinstall
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
 )
 
 // Component of the admission policies' objects.
@@ -114,6 +117,97 @@ func KMSStatusPolicy(c Config) install.Policy {
 					"variables.oldOthers.all(c, c in variables.newOthers || c.type.startsWith('" + kmshealth.ReporterConditionPrefix + "'))",
 				Message: "the kmshealth reconciler may write only " + kmshealth.DegradedCondition + " and remove " + kmshealth.ReporterConditionPrefix + "<node> conditions, never add or change a report",
 			},
+		},
+	}
+}
+
+// unchangedBut is a CEL expression that holds when the maps newMap and
+// oldMap (CEL expressions) differ at most at the keys in except (a CEL
+// list): no other key added, removed or changed.
+func unchangedBut(newMap, oldMap, except string) string {
+	return fmt.Sprintf("%[1]s.all(k, k in %[3]s || (k in %[2]s && %[1]s[k] == %[2]s[k])) && %[2]s.all(k, k in %[3]s || k in %[1]s)", newMap, oldMap, except)
+}
+
+// volatileMeta are the metadata fields the API server changes on every
+// write; the policies let them differ.
+const volatileMeta = "['managedFields', 'resourceVersion', 'generation']"
+
+// TLSConfigMapPolicy lets the reconciler's ServiceAccount change, of the
+// profile ConfigMaps it keeps, only the profile.json key, and never
+// create or delete a ConfigMap: with its token, no profile's spec, targets
+// annotation or any other ConfigMap can change.
+func TLSConfigMapPolicy(c Config) install.Policy {
+	ids := make([]string, len(c.TLSProfiles))
+	for i, p := range c.TLSProfiles {
+		ids[i] = p.ID()
+	}
+	slices.Sort(ids)
+	return install.Policy{
+		Name:           c.PolicyName("tls-profile-configmaps"),
+		Labels:         c.Labels(ComponentAdmission),
+		ServiceAccount: c.serviceAccount(),
+		Group:          "",
+		Resources:      []string{"configmaps"},
+		Operations:     []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
+		Variables: [][2]string{
+			{"newObj", "dyn(object)"},
+			{"oldObj", "dyn(oldObject)"},
+			{"newData", "dyn(object).?data.orValue({})"},
+			{"oldData", "dyn(oldObject).?data.orValue({})"},
+		},
+		Rules: []install.PolicyRule{
+			{Expression: "request.operation == 'UPDATE'", Message: "the kmshealth reconciler may only update TLS profile ConfigMaps, never create or delete a ConfigMap"},
+			{
+				Expression: "request.namespace + '/' + request.name in " + celList(ids),
+				Message:    "the kmshealth reconciler may write only the TLS profile ConfigMaps it keeps (kmshealth_reconciler tls_profiles)",
+			},
+			{Expression: unchangedBut("variables.newObj", "variables.oldObj", "['data', 'metadata']"), Message: "the kmshealth reconciler may change only data." + tlsprofile.DocumentKey},
+			{Expression: unchangedBut("variables.newData", "variables.oldData", celList([]string{tlsprofile.DocumentKey})), Message: "the kmshealth reconciler may change only data." + tlsprofile.DocumentKey},
+			{Expression: unchangedBut("variables.newObj.metadata", "variables.oldObj.metadata", volatileMeta), Message: "the kmshealth reconciler may change no metadata of a TLS profile ConfigMap (its spec and rollout targets are the user's)"},
+		},
+	}
+}
+
+// WorkloadPolicy lets the reconciler's ServiceAccount change, of the
+// Deployments, StatefulSets and DaemonSets it keeps, only the
+// kmshealth.io/tls-profile-hash annotation of the pod template of a TLS
+// profile's rollout target, and never create or delete one: with its
+// token, no image, command, volume or any other field of a workload can
+// change.
+func WorkloadPolicy(c Config) install.Policy {
+	var ids []string
+	for _, t := range c.tlsTargets() {
+		ids = append(ids, tlsprofile.TargetResource(t.Kind)+"/"+t.Namespace+"/"+t.Name)
+	}
+	return install.Policy{
+		Name:           c.PolicyName("workloads"),
+		Labels:         c.Labels(ComponentAdmission),
+		ServiceAccount: c.serviceAccount(),
+		Group:          appsv1.GroupName,
+		Resources:      []string{"deployments", "statefulsets", "daemonsets"},
+		Operations:     []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
+		Variables: [][2]string{
+			{"newObj", "dyn(object)"},
+			{"oldObj", "dyn(oldObject)"},
+			{"newTmpl", "dyn(object.spec.template)"},
+			{"oldTmpl", "dyn(oldObject.spec.template)"},
+			{"newTmplMeta", "dyn(object.spec.template).?metadata.orValue({})"},
+			{"oldTmplMeta", "dyn(oldObject.spec.template).?metadata.orValue({})"},
+			{"newAnn", "dyn(object.spec.template).?metadata.?annotations.orValue({})"},
+			{"oldAnn", "dyn(oldObject.spec.template).?metadata.?annotations.orValue({})"},
+		},
+		Rules: []install.PolicyRule{
+			{Expression: "request.operation == 'UPDATE'", Message: "the kmshealth reconciler may only update workloads, never create or delete one"},
+			{
+				Expression: "request.resource.resource + '/' + request.namespace + '/' + request.name in " + celList(ids),
+				Message:    "the kmshealth reconciler may write only the rollout targets of the TLS profiles it keeps (kmshealth_reconciler tls_profiles)",
+			},
+			{Expression: unchangedBut("variables.newObj", "variables.oldObj", "['spec', 'metadata', 'status']"), Message: "the kmshealth reconciler may change only the pod template's " + tlsprofile.HashAnnotation + " annotation"},
+			{Expression: unchangedBut("variables.newObj.metadata", "variables.oldObj.metadata", volatileMeta), Message: "the kmshealth reconciler may change no metadata of a workload"},
+			{Expression: unchangedBut("variables.newObj.spec", "variables.oldObj.spec", "['template']"), Message: "the kmshealth reconciler may change only the pod template's " + tlsprofile.HashAnnotation + " annotation"},
+			{Expression: unchangedBut("variables.newTmpl", "variables.oldTmpl", "['metadata']"), Message: "the kmshealth reconciler may change only the pod template's " + tlsprofile.HashAnnotation + " annotation, never the pod spec"},
+			{Expression: unchangedBut("variables.newTmplMeta", "variables.oldTmplMeta", "['annotations']"), Message: "the kmshealth reconciler may change only the pod template's " + tlsprofile.HashAnnotation + " annotation"},
+			{Expression: unchangedBut("variables.newAnn", "variables.oldAnn", celList([]string{tlsprofile.HashAnnotation})), Message: "the kmshealth reconciler may change only the pod template's " + tlsprofile.HashAnnotation + " annotation"},
 		},
 	}
 }
