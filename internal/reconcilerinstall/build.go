@@ -26,6 +26,7 @@ import (
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/rbacproxy"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
 )
 
@@ -44,6 +45,8 @@ type Objects struct {
 	SourceRoleBindings  []*rbacv1ac.RoleBindingApplyConfiguration
 	TLSRoles            []*rbacv1ac.RoleApplyConfiguration // one per namespace of TLSNamespaces, sorted
 	TLSRoleBindings     []*rbacv1ac.RoleBindingApplyConfiguration
+	RBACProxyRoles      []*rbacv1ac.RoleApplyConfiguration // one per namespace of RBACProxyNamespaces, sorted
+	RBACProxyBindings   []*rbacv1ac.RoleBindingApplyConfiguration
 	Record              *corev1ac.ConfigMapApplyConfiguration
 	Deployment          *appsv1ac.DeploymentApplyConfiguration
 	PodDisruptionBudget *policyv1ac.PodDisruptionBudgetApplyConfiguration // nil when Replicas is 1
@@ -77,6 +80,10 @@ func Build(c Config) (Objects, error) {
 	for _, ns := range c.TLSNamespaces() {
 		o.TLSRoles = append(o.TLSRoles, BuildTLSProfilesRole(c, ns))
 		o.TLSRoleBindings = append(o.TLSRoleBindings, BuildTLSProfilesRoleBinding(c, ns))
+	}
+	for _, ns := range c.RBACProxyNamespaces() {
+		o.RBACProxyRoles = append(o.RBACProxyRoles, BuildRBACProxiesRole(c, ns))
+		o.RBACProxyBindings = append(o.RBACProxyBindings, BuildRBACProxiesRoleBinding(c, ns))
 	}
 	if c.Replicas > 1 {
 		o.PodDisruptionBudget = BuildPodDisruptionBudget(c)
@@ -209,7 +216,79 @@ func BuildRecord(c Config) *corev1ac.ConfigMapApplyConfiguration {
 	if len(c.TLSProfiles) > 0 {
 		ac.WithData(tlsProfilesRecord(c.TLSProfiles))
 	}
+	if len(c.RBACProxies) > 0 {
+		ac.WithData(rbacProxiesRecord(c.RBACProxies))
+	}
 	return ac
+}
+
+// rbacProxyRecordPrefix prefixes the record's rbac proxy keys:
+// "rbacproxy.<namespace>.<kind>.<workload>" (shortened as a label value)
+// = the RBACProxy as JSON.
+const rbacProxyRecordPrefix = "rbacproxy."
+
+func rbacProxiesRecord(proxies []RBACProxy) map[string]string {
+	out := make(map[string]string, len(proxies))
+	for _, p := range proxies {
+		b, _ := json.Marshal(p) // strings only: cannot fail
+		out[rbacProxyRecordPrefix+p.Target.Namespace+"."+rbacproxy.ForLabelValue(p.Target)] = string(b)
+	}
+	return out
+}
+
+// rbacProxiesFromRecord reads the record's rbac proxies, sorted by
+// workload; entries that do not parse are left out.
+func rbacProxiesFromRecord(data map[string]string) []RBACProxy {
+	var out []RBACProxy
+	for k, v := range data {
+		if !strings.HasPrefix(k, rbacProxyRecordPrefix) {
+			continue
+		}
+		var p RBACProxy
+		if json.Unmarshal([]byte(v), &p) != nil {
+			continue
+		}
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b RBACProxy) int { return strings.Compare(a.Target.String(), b.Target.String()) })
+	return out
+}
+
+// BuildRBACProxiesRole is the Role in namespace ns that lets the rbac
+// proxy controller read and watch the config ConfigMaps there and read,
+// watch and patch the protected workloads there, each by name, and record
+// Events about them. The admission policy narrows patch to the sidecar.
+func BuildRBACProxiesRole(c Config, ns string) *rbacv1ac.RoleApplyConfiguration {
+	var cms []string
+	byResource := map[string][]string{}
+	for _, p := range c.RBACProxies {
+		if p.Target.Namespace != ns {
+			continue
+		}
+		cms = append(cms, rbacproxy.ObjectName(p.Target))
+		byResource[p.resource()] = append(byResource[p.resource()], p.Target.Name)
+	}
+	slices.Sort(cms)
+	rules := []*rbacv1ac.PolicyRuleApplyConfiguration{
+		rbacv1ac.PolicyRule().WithAPIGroups(corev1.GroupName).WithResources("configmaps").
+			WithResourceNames(slices.Compact(cms)...).WithVerbs("get", "list", "watch"),
+		rbacv1ac.PolicyRule().WithAPIGroups(eventsv1.GroupName).WithResources("events").WithVerbs("create", "patch"),
+	}
+	for _, res := range slices.Sorted(maps.Keys(byResource)) {
+		names := byResource[res]
+		slices.Sort(names)
+		rules = append(rules, rbacv1ac.PolicyRule().WithAPIGroups(appsv1.GroupName).WithResources(res).
+			WithResourceNames(slices.Compact(names)...).WithVerbs("get", "list", "watch", "patch"))
+	}
+	return rbacv1ac.Role(c.RBACProxyRoleName(), ns).WithLabels(c.Labels(ComponentRBACProxies)).WithRules(rules...)
+}
+
+// BuildRBACProxiesRoleBinding binds the rbac proxies Role in ns.
+func BuildRBACProxiesRoleBinding(c Config, ns string) *rbacv1ac.RoleBindingApplyConfiguration {
+	return rbacv1ac.RoleBinding(c.RBACProxyRoleName(), ns).
+		WithLabels(c.Labels(ComponentRBACProxies)).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(c.RBACProxyRoleName())).
+		WithSubjects(c.subject())
 }
 
 // tlsProfileRecordPrefix prefixes the record's TLS profile keys:
@@ -383,6 +462,14 @@ func Args(c Config) []string {
 		}
 		slices.Sort(ids) // the order in tls_profiles does not matter
 		args = append(args, "--tls-profile-configmaps="+strings.Join(ids, ","))
+	}
+	if len(c.RBACProxies) > 0 {
+		ids := make([]string, len(c.RBACProxies))
+		for i, p := range c.RBACProxies {
+			ids[i] = p.ConfigMapID()
+		}
+		slices.Sort(ids)
+		args = append(args, "--rbac-proxy-configmaps="+strings.Join(ids, ","))
 	}
 	return args
 }

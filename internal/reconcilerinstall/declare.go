@@ -71,6 +71,11 @@ func Declare(c Config) install.Declaration {
 		b := objs.TLSRoleBindings[i]
 		add(install.RoleBindings, *b.Namespace, *b.Name, b)
 	}
+	for i, role := range objs.RBACProxyRoles {
+		add(install.Roles, *role.Namespace, *role.Name, role)
+		b := objs.RBACProxyBindings[i]
+		add(install.RoleBindings, *b.Namespace, *b.Name, b)
+	}
 	add(install.ConfigMaps, c.Namespace, c.RecordName(), body(objs.Record))
 	add(install.Services, c.Namespace, c.MetricsServiceName(), body(objs.MetricsService))
 	if objs.PodDisruptionBudget != nil || c.Image == "" { // by name too, for Observe and Delete
@@ -178,6 +183,7 @@ func (l *Live) Config() Config {
 			c.CABundles = good
 		}
 		c.TLSProfiles = tlsProfilesFromRecord(data)
+		c.RBACProxies = rbacProxiesFromRecord(data)
 	}
 	u := l.deployment()
 	if u == nil {

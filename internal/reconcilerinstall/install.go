@@ -21,6 +21,7 @@ import (
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/rbacproxy"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
 )
 
@@ -63,6 +64,7 @@ const (
 	ComponentRecord        = "record"
 	ComponentEvents        = "events"
 	ComponentTLSProfiles   = "tls-profiles"
+	ComponentRBACProxies   = "rbac-proxies"
 	recordSuffix           = "-record"
 	podSecurityEnforce     = "pod-security.kubernetes.io/enforce"
 	podSecurityRestricted  = "restricted"
@@ -72,6 +74,7 @@ const (
 	sourcesRolePrefix      = "kmshealth-reconciler-"
 	sourcesRoleSuffix      = "-sources"
 	tlsProfilesRoleSuffix  = "-tls-profiles"
+	rbacProxiesRoleSuffix  = "-rbac-proxies"
 	clusterRolePrefix      = "kmshealth-reconciler:"
 	podNamespaceEnv        = "POD_NAMESPACE"
 	metricsPortName        = "metrics"
@@ -109,6 +112,12 @@ type Config struct {
 	// admission policies let it change only profile.json and the targets'
 	// hash annotation.
 	TLSProfiles []TLSProfile
+	// RBACProxies are the kmshealth_rbac_proxy_sidecar workloads whose
+	// sidecar the reconciler puts back (--rbac-proxy-configmaps), each
+	// with the sidecar's image and arguments: RBAC grants exactly these
+	// workloads and their config ConfigMaps, and the admission policy pins
+	// the sidecar it may write to this image and these arguments.
+	RBACProxies []RBACProxy
 	// AdmissionPolicy installs the ValidatingAdmissionPolicies under which
 	// the reconciler's ServiceAccount may change only the fields it owns
 	// (needs admissionregistration.k8s.io/v1, Kubernetes 1.30 or later).
@@ -126,6 +135,22 @@ type TLSProfile struct {
 
 // ID is <namespace>/<name>, as --tls-profile-configmaps takes it.
 func (p TLSProfile) ID() string { return p.Namespace + "/" + p.Name }
+
+// RBACProxy is one protected workload and the sidecar it carries.
+type RBACProxy struct {
+	Target rbacproxy.Target `json:"target"`
+	Image  string           `json:"image"`
+	Args   []string         `json:"args"`
+}
+
+// ConfigMapID is <namespace>/<name> of the workload's config ConfigMap,
+// as --rbac-proxy-configmaps takes it.
+func (p RBACProxy) ConfigMapID() string {
+	return p.Target.Namespace + "/" + rbacproxy.ObjectName(p.Target)
+}
+
+// resource is the workload's apps/v1 resource.
+func (p RBACProxy) resource() string { return strings.ToLower(string(p.Target.Kind)) + "s" }
 
 // DefaultKMSMaxStaleness matches the reporters' default 30 s interval.
 const DefaultKMSMaxStaleness = kmshealth.StalenessFactor * kmshealth.DefaultInterval
@@ -202,6 +227,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("kms_max_staleness %s: must be positive", c.KMSMaxStaleness))
 	}
 	errs = append(errs, c.validateTLSProfiles()...)
+	errs = append(errs, c.validateRBACProxies()...)
 	errs = append(errs, c.Resources.Validate()...)
 	return errors.Join(errs...)
 }
@@ -343,3 +369,48 @@ func (c Config) tlsTargets() []tlsprofile.Target {
 	})
 	return slices.Compact(out)
 }
+
+// validateRBACProxies checks the workloads RBAC will name and the pinned
+// sidecar; each workload once.
+func (c Config) validateRBACProxies() []error {
+	var errs []error
+	seen := map[rbacproxy.Target]bool{}
+	for i, p := range c.RBACProxies {
+		at := fmt.Sprintf("rbac_proxy_sidecars[%d]", i)
+		if seen[p.Target] {
+			errs = append(errs, fmt.Errorf("%s: %s is listed twice: list each protected workload once", at, p.Target))
+		}
+		seen[p.Target] = true
+		if !slices.Contains(rbacproxy.Kinds(), p.Target.Kind) {
+			errs = append(errs, fmt.Errorf("%s.target.kind %q: must be one of %q", at, p.Target.Kind, rbacproxy.Kinds()))
+		}
+		for _, m := range validation.IsDNS1123Label(p.Target.Namespace) {
+			errs = append(errs, fmt.Errorf("%s.target.namespace %q: %s", at, p.Target.Namespace, m))
+		}
+		for _, m := range validation.IsDNS1123Subdomain(p.Target.Name) {
+			errs = append(errs, fmt.Errorf("%s.target.name %q: %s", at, p.Target.Name, m))
+		}
+		if err := install.ValidateImage(p.Image); err != nil {
+			errs = append(errs, fmt.Errorf("%s.image: %w", at, err))
+		}
+		if len(p.Args) == 0 {
+			errs = append(errs, fmt.Errorf("%s.args: must not be empty: use the sidecar resource's args", at))
+		}
+	}
+	return errs
+}
+
+// RBACProxyNamespaces are the namespaces that get an rbac proxies Role,
+// sorted.
+func (c Config) RBACProxyNamespaces() []string {
+	var out []string
+	for _, p := range c.RBACProxies {
+		out = append(out, p.Target.Namespace)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// RBACProxyRoleName names the Role and RoleBinding in each namespace of
+// RBACProxyNamespaces.
+func (c Config) RBACProxyRoleName() string { return sourcesRolePrefix + c.Name + rbacProxiesRoleSuffix }

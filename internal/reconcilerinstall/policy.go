@@ -14,6 +14,7 @@ import (
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/rbacproxy"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
 )
 
@@ -169,16 +170,55 @@ func TLSConfigMapPolicy(c Config) install.Policy {
 }
 
 // WorkloadPolicy lets the reconciler's ServiceAccount change, of the
-// Deployments, StatefulSets and DaemonSets it keeps, only the
-// kmshealth.io/tls-profile-hash annotation of the pod template of a TLS
-// profile's rollout target, and never create or delete one: with its
-// token, no image, command, volume or any other field of a workload can
-// change.
+// Deployments, StatefulSets and DaemonSets it keeps, only what its
+// controllers write, and never create or delete one: on a TLS profile's
+// rollout target the kmshealth.io/tls-profile-hash annotation of the pod
+// template; on a workload of rbac_proxy_sidecars the kube-rbac-proxy
+// sidecar — pinned to the recorded image and arguments, with no command,
+// environment, privilege or foreign mount —, its two volumes (the config
+// ConfigMap and a Secret) and the config hash annotation. With its token,
+// no other container, volume or field of any workload can change.
 func WorkloadPolicy(c Config) install.Policy {
-	var ids []string
-	for _, t := range c.tlsTargets() {
-		ids = append(ids, tlsprofile.TargetResource(t.Kind)+"/"+t.Namespace+"/"+t.Name)
+	type allowed struct {
+		tls       bool
+		proxy     *RBACProxy
+		configMap string
 	}
+	byID := map[string]*allowed{}
+	get := func(id string) *allowed {
+		if byID[id] == nil {
+			byID[id] = &allowed{}
+		}
+		return byID[id]
+	}
+	for _, t := range c.tlsTargets() {
+		get(tlsprofile.TargetResource(t.Kind) + "/" + t.Namespace + "/" + t.Name).tls = true
+	}
+	for i, p := range c.RBACProxies {
+		a := get(p.resource() + "/" + p.Target.Namespace + "/" + p.Target.Name)
+		a.proxy, a.configMap = &c.RBACProxies[i], rbacproxy.ObjectName(p.Target)
+	}
+	// One map or list per field: the API server's CEL wants homogeneous
+	// literals. The strings are Go-quoted, valid CEL (names and arguments
+	// are printable).
+	var tlsIDs, proxyIDs, images, args, configMaps []string
+	for _, id := range slices.Sorted(maps.Keys(byID)) {
+		a := byID[id]
+		if a.tls {
+			tlsIDs = append(tlsIDs, id)
+		}
+		if a.proxy != nil {
+			proxyIDs = append(proxyIDs, id)
+			images = append(images, strconv.Quote(id)+": "+strconv.Quote(a.proxy.Image))
+			args = append(args, strconv.Quote(id)+": "+celList(a.proxy.Args))
+			configMaps = append(configMaps, strconv.Quote(id)+": "+strconv.Quote(a.configMap))
+		}
+	}
+	celMap := func(entries []string) string { return "{" + strings.Join(entries, ", ") + "}" }
+	ours := strconv.Quote(rbacproxy.ContainerName)
+	ourVolumes := celList([]string{rbacproxy.ConfigVolumeName, rbacproxy.TLSVolumeName})
+	only := "the kmshealth reconciler may change only the pod template's " + tlsprofile.HashAnnotation + " annotation (on a TLS profile's rollout target) " +
+		"and the kube-rbac-proxy sidecar (on a workload of rbac_proxy_sidecars)"
 	return install.Policy{
 		Name:           c.PolicyName("workloads"),
 		Labels:         c.Labels(ComponentAdmission),
@@ -187,27 +227,72 @@ func WorkloadPolicy(c Config) install.Policy {
 		Resources:      []string{"deployments", "statefulsets", "daemonsets"},
 		Operations:     []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
 		Variables: [][2]string{
+			{"id", "request.resource.resource + '/' + request.namespace + '/' + request.name"},
+			{"tls", "variables.id in " + celList(tlsIDs)},
+			{"proxy", "variables.id in " + celList(proxyIDs)},
+			{"image", celMap(images) + "[?variables.id].orValue('')"},
+			{"args", celMap(args) + "[?variables.id].orValue([])"},
+			{"configMap", celMap(configMaps) + "[?variables.id].orValue('')"},
 			{"newObj", "dyn(object)"},
 			{"oldObj", "dyn(oldObject)"},
 			{"newTmpl", "dyn(object.spec.template)"},
 			{"oldTmpl", "dyn(oldObject.spec.template)"},
-			{"newTmplMeta", "dyn(object.spec.template).?metadata.orValue({})"},
-			{"oldTmplMeta", "dyn(oldObject.spec.template).?metadata.orValue({})"},
-			{"newAnn", "dyn(object.spec.template).?metadata.?annotations.orValue({})"},
-			{"oldAnn", "dyn(oldObject.spec.template).?metadata.?annotations.orValue({})"},
+			{"newTmplMeta", "variables.newTmpl.?metadata.orValue({})"},
+			{"oldTmplMeta", "variables.oldTmpl.?metadata.orValue({})"},
+			{"newAnn", "variables.newTmplMeta.?annotations.orValue({})"},
+			{"oldAnn", "variables.oldTmplMeta.?annotations.orValue({})"},
+			{"annKeys", "(variables.tls ? [" + strconv.Quote(tlsprofile.HashAnnotation) + "] : []) + (variables.proxy ? [" + strconv.Quote(rbacproxy.ConfigHashAnnotation) + "] : [])"},
+			{"newPod", "variables.newTmpl.?spec.orValue({})"},
+			{"oldPod", "variables.oldTmpl.?spec.orValue({})"},
+			{"newInit", "variables.newPod.?initContainers.orValue([])"},
+			{"oldInit", "variables.oldPod.?initContainers.orValue([])"},
+			{"newSidecar", "variables.newInit.filter(c, c.name == " + ours + ")"},
+			{"oldSidecar", "variables.oldInit.filter(c, c.name == " + ours + ")"},
+			{"newVols", "variables.newPod.?volumes.orValue([])"},
+			{"oldVols", "variables.oldPod.?volumes.orValue([])"},
+			{"newOurVols", "variables.newVols.filter(v, v.name in " + ourVolumes + ")"},
+			{"oldOurVols", "variables.oldVols.filter(v, v.name in " + ourVolumes + ")"},
 		},
 		Rules: []install.PolicyRule{
 			{Expression: "request.operation == 'UPDATE'", Message: "the kmshealth reconciler may only update workloads, never create or delete one"},
 			{
-				Expression: "request.resource.resource + '/' + request.namespace + '/' + request.name in " + celList(ids),
-				Message:    "the kmshealth reconciler may write only the rollout targets of the TLS profiles it keeps (kmshealth_reconciler tls_profiles)",
+				Expression: "variables.tls || variables.proxy",
+				Message:    "the kmshealth reconciler may write only the workloads it keeps (kmshealth_reconciler tls_profiles rollout targets and rbac_proxy_sidecars)",
 			},
-			{Expression: unchangedBut("variables.newObj", "variables.oldObj", "['spec', 'metadata', 'status']"), Message: "the kmshealth reconciler may change only the pod template's " + tlsprofile.HashAnnotation + " annotation"},
+			{Expression: unchangedBut("variables.newObj", "variables.oldObj", "['spec', 'metadata', 'status']"), Message: only},
 			{Expression: unchangedBut("variables.newObj.metadata", "variables.oldObj.metadata", volatileMeta), Message: "the kmshealth reconciler may change no metadata of a workload"},
-			{Expression: unchangedBut("variables.newObj.spec", "variables.oldObj.spec", "['template']"), Message: "the kmshealth reconciler may change only the pod template's " + tlsprofile.HashAnnotation + " annotation"},
-			{Expression: unchangedBut("variables.newTmpl", "variables.oldTmpl", "['metadata']"), Message: "the kmshealth reconciler may change only the pod template's " + tlsprofile.HashAnnotation + " annotation, never the pod spec"},
-			{Expression: unchangedBut("variables.newTmplMeta", "variables.oldTmplMeta", "['annotations']"), Message: "the kmshealth reconciler may change only the pod template's " + tlsprofile.HashAnnotation + " annotation"},
-			{Expression: unchangedBut("variables.newAnn", "variables.oldAnn", celList([]string{tlsprofile.HashAnnotation})), Message: "the kmshealth reconciler may change only the pod template's " + tlsprofile.HashAnnotation + " annotation"},
+			{Expression: unchangedBut("variables.newObj.spec", "variables.oldObj.spec", "['template']"), Message: only},
+			{Expression: unchangedBut("variables.newTmpl", "variables.oldTmpl", "['metadata', 'spec']"), Message: only},
+			{Expression: unchangedBut("variables.newTmplMeta", "variables.oldTmplMeta", "['annotations']"), Message: only},
+			{Expression: unchangedBut("variables.newAnn", "variables.oldAnn", "variables.annKeys"), Message: only},
+			{
+				Expression: unchangedBut("variables.newPod", "variables.oldPod", "(variables.proxy ? ['initContainers', 'volumes'] : [])"),
+				Message:    only + ", never the pod spec",
+			},
+			{
+				Expression: "variables.newInit.filter(c, c.name != " + ours + ") == variables.oldInit.filter(c, c.name != " + ours + ")",
+				Message:    "the kmshealth reconciler may not change the workload's own init containers",
+			},
+			{
+				Expression: "variables.newSidecar == variables.oldSidecar || variables.newSidecar.all(c, " +
+					"c.image == variables.image && c.?args.orValue([]) == variables.args && " +
+					"!has(c.command) && !has(c.env) && !has(c.envFrom) && c.?restartPolicy.orValue('') == 'Always' && " +
+					"!c.?securityContext.?privileged.orValue(false) && !c.?securityContext.?allowPrivilegeEscalation.orValue(true) && " +
+					"c.?securityContext.?runAsNonRoot.orValue(false) && c.?securityContext.?capabilities.?add.orValue([]).size() == 0 && " +
+					"c.?volumeMounts.orValue([]).all(m, m.name in " + ourVolumes + "))",
+				Message: "the kmshealth reconciler may write only the kube-rbac-proxy sidecar recorded for this workload: its image and arguments, " +
+					"no command or environment, no privilege, and only its own volumes",
+			},
+			{
+				Expression: "variables.newVols.filter(v, !(v.name in " + ourVolumes + ")) == variables.oldVols.filter(v, !(v.name in " + ourVolumes + "))",
+				Message:    "the kmshealth reconciler may not change the workload's own volumes",
+			},
+			{
+				Expression: "variables.newOurVols == variables.oldOurVols || variables.newOurVols.all(v, size(v) == 2 && (" +
+					"(v.name == " + strconv.Quote(rbacproxy.ConfigVolumeName) + " && has(v.configMap) && v.configMap.name == variables.configMap) || " +
+					"(v.name == " + strconv.Quote(rbacproxy.TLSVolumeName) + " && has(v.secret))))",
+				Message: "the kmshealth reconciler may add only the sidecar's config ConfigMap and TLS Secret volumes",
+			},
 		},
 	}
 }

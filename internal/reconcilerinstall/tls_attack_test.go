@@ -139,10 +139,10 @@ func TestReconcilerTLSProfileAttacks(t *testing.T) {
 	})
 	testenv.WaitForPolicy(t, workloads, func() error { return patchDeployment("other", swapImage, dryRun) }) // the widened RBAC is in force
 	testenv.Denied(t, "with widened RBAC, the reconciler's token swaps the image of a workload it does not keep",
-		patchDeployment("other", swapImage, metav1.PatchOptions{}), testenv.PolicyDenial(workloads), "may write only the rollout targets")
+		patchDeployment("other", swapImage, metav1.PatchOptions{}), testenv.PolicyDenial(workloads), "may write only the workloads it keeps")
 	testenv.Denied(t, "with widened RBAC, the reconciler's token annotates a workload that is no rollout target",
 		tlsprofile.AnnotateTarget(ctx, asDyn, tlsprofile.Target{Kind: "Deployment", Namespace: "tls-attack-app", Name: "other"}, old.Hash),
-		testenv.PolicyDenial(workloads), "may write only the rollout targets")
+		testenv.PolicyDenial(workloads), "may write only the workloads it keeps")
 	testenv.Denied(t, "with widened RBAC, the reconciler's token deletes its rollout target", deployments.Delete(ctx, "web", metav1.DeleteOptions{}),
 		testenv.PolicyDenial(workloads), "never create or delete")
 	testenv.Denied(t, "with widened RBAC, the reconciler's token edits another ConfigMap", patchConfigMap("app-settings", `{"data":{"listen":":80"}}`),
@@ -169,14 +169,19 @@ func mustResolve(t *testing.T, spec tlsprofile.Spec) tlsprofile.Resolved {
 	return r
 }
 
-// createDeployment creates a one-container Deployment as a user would.
+// createDeployment creates a one-container Deployment with a volume
+// "data", as a user would.
 func createDeployment(t *testing.T, core kubernetes.Interface, namespace, name string) {
 	t.Helper()
 	labels := map[string]string{"app": name}
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: appsv1.DeploymentSpec{
 		Selector: &metav1.LabelSelector{MatchLabels: labels},
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/" + strings.ToLower(name) + ":1"}}}},
+			Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "app", Image: "registry.example/" + strings.ToLower(name) + ":1",
+					VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
+				Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+			}},
 	}}
 	if _, err := core.AppsV1().Deployments(namespace).Create(context.Background(), d, metav1.CreateOptions{FieldManager: "installer"}); err != nil {
 		t.Fatal(err)
