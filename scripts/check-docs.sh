@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Regenerates docs/ with tfplugindocs from the provider's schema, templates/
-# and examples/, and with --check fails when the checked-in docs/ differ.
+# and examples/, and the inputs/outputs section of each modules/*/README.md
+# with terraform-docs (between its markers, per the module's
+# .terraform-docs.yml), and with --check fails when the checked-in docs/ or
+# module READMEs differ.
 # The schema comes from `terraform providers schema -json` run against a
 # freshly built provider through dev_overrides: no registry, no download.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tfplugindocs=$(bash tools/install.sh tfplugindocs)
+terraform_docs=$(bash tools/install.sh terraform-docs)
 terraform=$(bash tools/install.sh terraform)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -30,12 +34,19 @@ TF
 sed -i 's#"registry.terraform.io/kmshealth/kmshealth"#"kmshealth"#' "$tmp/schema.json"
 "$tfplugindocs" generate --provider-name kmshealth --providers-schema "$tmp/schema.json" >"$tmp/gen.log" 2>&1 ||
   { cat "$tmp/gen.log" >&2; exit 1; }
+readmes=()
+for conf in modules/*/.terraform-docs.yml; do
+  [ -e "$conf" ] || continue
+  "$terraform_docs" -c "$conf" "$(dirname "$conf")" >"$tmp/terraform-docs.log" 2>&1 ||
+    { cat "$tmp/terraform-docs.log" >&2; exit 1; }
+  readmes+=("$(dirname "$conf")/README.md")
+done
 if [ "${1:-}" = --check ]; then
-  if [ -n "$(git status --porcelain -- docs/)" ]; then
-    git status --porcelain -- docs/
-    git --no-pager diff -- docs/ | head -50
-    echo "docs/ is stale: run 'make docs' and commit the result" >&2
+  if [ -n "$(git status --porcelain -- docs/ "${readmes[@]}")" ]; then
+    git status --porcelain -- docs/ "${readmes[@]}"
+    git --no-pager diff -- docs/ "${readmes[@]}" | head -50
+    echo "docs/ or a module README is stale: run 'make docs' and commit the result" >&2
     exit 1
   fi
-  echo "docs/ is up to date"
+  echo "docs/ and the module READMEs (${readmes[*]}) are up to date"
 fi

@@ -3,7 +3,7 @@
 # checkout, keyed by version, and prints the binary's path. A warm cache costs
 # nothing: the build is skipped when the binary is already there.
 #
-#   tools/install.sh kube-testserver|terraform|tofu|kube-rbac-proxy|tfplugindocs|golangci-lint|goreleaser
+#   tools/install.sh kube-testserver|terraform|tofu|kube-rbac-proxy|tfplugindocs|terraform-docs|golangci-lint|goreleaser
 #   tools/install.sh node-packages   (root, Debian/Ubuntu: the node's containerd, runc, CNI plugins)
 set -euo pipefail
 
@@ -12,6 +12,7 @@ TERRAFORM_VERSION=v1.5.7
 TOFU_VERSION=v1.12.6
 KUBE_RBAC_PROXY_VERSION=v0.19.1 # = the require in tools/kube-rbac-proxy/go.mod and rbacproxy.DefaultImage
 TFPLUGINDOCS_VERSION=v0.24.0
+TERRAFORM_DOCS_VERSION=v0.20.0 # = the require in tools/terraform-docs/go.mod
 GOLANGCI_LINT_VERSION=v2.15.0
 # The newest goreleaser that builds with Go 1.26 (later ones need a newer Go).
 GORELEASER_VERSION=v2.15.1
@@ -73,6 +74,13 @@ tfplugindocs)
   build tfplugindocs "$TFPLUGINDOCS_VERSION" "" \
     bash -c 'tmp=$(mktemp -d); GOBIN=$tmp go install -trimpath github.com/hashicorp/terraform-plugin-docs/cmd/tfplugindocs@$0 && mv $tmp/tfplugindocs $1' "$TFPLUGINDOCS_VERSION"
   ;;
+terraform-docs)
+  # Generates the inputs and outputs of modules/*/README.md. Wrapper module:
+  # go install pkg@version asks the proxy for the module's version list,
+  # which it does not serve for terraform-docs.
+  build terraform-docs "$TERRAFORM_DOCS_VERSION" "-$(wrapper_digest terraform-docs)" \
+    bash -c 'cd "$0/terraform-docs" && go build -trimpath -ldflags "-s -w" -o "$1" github.com/terraform-docs/terraform-docs' "$here"
+  ;;
 golangci-lint)
   build golangci-lint "$GOLANGCI_LINT_VERSION" "" \
     bash -c 'tmp=$(mktemp -d); GOBIN=$tmp go install -trimpath github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$0 && mv $tmp/golangci-lint $1' "$GOLANGCI_LINT_VERSION"
@@ -105,7 +113,7 @@ node-packages)
   command -v containerd
   ;;
 *)
-  echo "usage: $0 kube-testserver|terraform|tofu|kube-rbac-proxy|tfplugindocs|golangci-lint|goreleaser|node-packages" >&2
+  echo "usage: $0 kube-testserver|terraform|tofu|kube-rbac-proxy|tfplugindocs|terraform-docs|golangci-lint|goreleaser|node-packages" >&2
   exit 2
   ;;
 esac
