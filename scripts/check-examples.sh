@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# Validates every example under examples/ (each directory holding .tf files)
-# with Terraform 1.5.7 and with OpenTofu, against the provider built from this
-# checkout and reached through dev_overrides: no init, no registry, no
-# download. `validate` also runs the provider's own validators, so a bad
-# attribute value fails here, not only bad syntax or a missing file().
+# Validates every example under examples/ and every module under modules/
+# (each directory holding .tf files) with Terraform 1.5.7 and with OpenTofu,
+# against the provider built from this checkout and reached through
+# dev_overrides: no init, no registry, no download. `validate` also runs the
+# provider's own validators, so a bad attribute value fails here, not only
+# bad syntax or a missing file().
 #
-# Each example is copied to a scratch directory (without .terraform, lock
-# file or state) and, when it declares no required_providers of its own, is
-# given the block a user's root module has, so the kmshealth/kmshealth
-# address resolves under both CLIs. A warning other than the dev_overrides
-# notice fails the example too. `validate` does not check that an import
-# (or moved) block's `to` names a resource the example declares, so this
-# script does. Prints one line per example and check; exits non-zero when any
-# failed.
+# Each example is copied to a scratch tree at the same relative path, beside
+# a copy of modules/, so a call of a local module by a relative path
+# (../../modules/cluster-bootstrap) resolves: `get` installs it, which only
+# records a local directory. The copy has no .terraform, lock file or state
+# and, when it declares no required_providers of its own, is given the block
+# a user's root module has, so the kmshealth/kmshealth address resolves under
+# both CLIs. A warning other than the dev_overrides notice fails the example
+# too. `validate` does not check that an import (or moved) block's `to` names
+# a resource the example declares, so this script does. Prints one line per
+# example and check; exits non-zero when any failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 terraform=$(bash tools/install.sh terraform)
@@ -31,7 +34,7 @@ provider_installation {
 RC
 export TF_CLI_CONFIG_FILE="$tmp/cli.tfrc" TOFU_CLI_CONFIG_FILE="$tmp/cli.tfrc" CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1
 
-mapfile -t dirs < <(find examples -name '*.tf' -printf '%h\n' | sort -u)
+mapfile -t dirs < <(find examples modules -name '*.tf' -printf '%h\n' | sort -u)
 if [ "${#dirs[@]}" -eq 0 ]; then
   echo "no examples found under examples/" >&2
   exit 1
@@ -57,9 +60,11 @@ for dir in "${dirs[@]}"; do
   fi
   for cli in terraform tofu; do
     n=$((n + 1))
-    work="$tmp/work/$n"
+    tree="$tmp/work/$n"
+    work="$tree/$dir"
     mkdir -p "$work"
     cp -R "$dir/." "$work/"
+    [ "${dir%%/*}" = modules ] || cp -R modules "$tree/"
     rm -rf "$work/.terraform" "$work/.terraform.lock.hcl" "$work"/terraform.tfstate*
     if ! grep -qs required_providers "$work"/*.tf; then
       cat >"$work/_examples_check.tf" <<'TF'
@@ -71,7 +76,11 @@ terraform {
 TF
     fi
     rc=0
-    out=$(cd "$work" && "${!cli}" validate -no-color 2>&1) || rc=$?
+    out=
+    if grep -Eqs '^module "' "$work"/*.tf; then
+      out=$(cd "$work" && "${!cli}" get -no-color 2>&1) || rc=$?
+    fi
+    [ "$rc" -ne 0 ] || out=$(cd "$work" && "${!cli}" validate -no-color 2>&1) || rc=$?
     warnings=$(grep '^Warning: ' <<<"$out" | grep -vc '^Warning: Provider development overrides are in effect$' || true)
     if [ "$rc" -eq 0 ] && [ "$warnings" -eq 0 ]; then
       printf 'ok    %-9s %s\n' "$cli" "$dir"

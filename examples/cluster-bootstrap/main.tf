@@ -1,6 +1,8 @@
-# Cluster bootstrap: everything kmshealth hardens, wired together. Applied by
-# `make demo` against the local test API server; point kubeconfig_path at
-# your own cluster to use it for real.
+# Cluster bootstrap: the root module a platform repo keeps. It configures
+# the provider and calls modules/cluster-bootstrap, which wires everything
+# kmshealth hardens; the key rotation stays here, with the caller, gated on
+# the module's rotation_ready. Applied by `make demo` against the local test
+# API server; point kubeconfig_path at your own cluster to use it for real.
 
 terraform {
   required_version = ">= 1.5.0"
@@ -15,57 +17,49 @@ provider "kmshealth" {
   config_path = var.kubeconfig_path
 }
 
-# The aggregated API's caBundle, from inline PEM or from the Secret/ConfigMap
-# that holds its serving CA.
-resource "kmshealth_apiservice_cabundle" "this" {
-  apiservice_name = var.apiservice_name
-  ca_bundle       = var.ca_source == null ? var.ca_bundle : null
+module "cluster_bootstrap" {
+  # In a platform repo:
+  # source = "git::https://github.com/kmshealth/terraform-provider-kmshealth.git//modules/cluster-bootstrap?ref=v0.1.0"
+  source = "../../modules/cluster-bootstrap"
 
-  dynamic "source" {
-    for_each = var.ca_source == null ? [] : [var.ca_source]
-    content {
-      kind      = source.value.kind
-      namespace = source.value.namespace
-      name      = source.value.name
-      key       = source.value.key
+  # The aggregated API's caBundle, from inline PEM or from the Secret or
+  # ConfigMap that holds its serving CA.
+  apiservices = {
+    (var.apiservice_name) = var.ca_source == null ? { ca_bundle = var.ca_bundle, source = null } : { ca_bundle = null, source = var.ca_source }
+  }
+
+  # The in-cluster reconciler restores the caBundle within milliseconds of
+  # an out-of-band overwrite, between applies, and rolls KMS health up.
+  reconciler = {
+    namespace        = var.reconciler_namespace
+    create_namespace = var.create_reconciler_namespace
+    image            = var.reconciler_image
+    wait_for_rollout = var.wait_for_rollout
+  }
+
+  # A reporter on every control-plane node probes each local KMS v2 plugin.
+  reporter = {
+    namespace        = var.reporter_namespace
+    kms_sockets      = var.kms_sockets
+    wait_for_rollout = var.wait_for_rollout
+  }
+
+  kms_health = {
+    max_staleness  = var.kms_max_staleness
+    expected_nodes = var.control_plane_nodes
+  }
+
+  # The TLS security profile, resolved once into a ConfigMap its workloads
+  # mount (no API call at startup), rolling them when the profile changes.
+  tls_profiles = var.tls_profile == null ? {} : {
+    default = {
+      namespace       = var.tls_profile.namespace
+      name            = var.tls_profile.name
+      source          = var.tls_profile.source
+      type            = var.tls_profile_type
+      rollout_targets = var.tls_profile.rollout_targets
     }
   }
-}
-
-# The in-cluster reconciler: restores the caBundle within milliseconds of an
-# out-of-band overwrite, between applies, even when an installer replaces or
-# re-creates the APIService (what it keeps is recorded in a ConfigMap of its
-# own). It may read exactly the source object above and patch exactly that
-# APIService (RBAC resourceNames), and nothing else.
-resource "kmshealth_reconciler" "this" {
-  namespace        = var.reconciler_namespace
-  create_namespace = var.create_reconciler_namespace
-  ca_bundles       = { (kmshealth_apiservice_cabundle.this.apiservice_name) = kmshealth_apiservice_cabundle.this.ca_bundle_source }
-  image            = var.reconciler_image
-  wait_for_rollout = var.wait_for_rollout
-
-  # The KMS health aggregator rolls up what the reporter below writes.
-  kms_target        = kmshealth_reporter.this.target
-  kms_max_staleness = var.kms_max_staleness
-}
-
-# KMS v2 plugin health: a reporter on every control-plane node probes each
-# local plugin socket and writes one condition per node on the KMSHealth
-# object "cluster"; the reconciler above rolls them up into
-# KMSPluginsDegraded (kubectl get kmshealths).
-resource "kmshealth_reporter" "this" {
-  namespace        = var.reporter_namespace
-  kms_sockets      = var.kms_sockets
-  wait_for_rollout = var.wait_for_rollout
-}
-
-# Read back by Terraform: per node and per plugin health, and whether every
-# node agrees on the active key encryption key.
-data "kmshealth_kms_plugin_health" "this" {
-  max_staleness  = var.kms_max_staleness
-  expected_nodes = var.control_plane_nodes
-
-  depends_on = [kmshealth_reporter.this]
 }
 
 # Stands in for whatever rotates the key encryption key (a new cloud KMS key
@@ -77,26 +71,8 @@ resource "terraform_data" "rotate_kek" {
 
   lifecycle {
     precondition {
-      condition     = data.kmshealth_kms_plugin_health.this.rotation_ready
-      error_message = "KMS plugins are not ready for key rotation: ${join("; ", data.kmshealth_kms_plugin_health.this.problems)}"
+      condition     = module.cluster_bootstrap.rotation_ready
+      error_message = "KMS plugins are not ready for key rotation: ${join("; ", module.cluster_bootstrap.kms_problems)}"
     }
   }
-}
-
-# The TLS security profile, resolved once into a ConfigMap its workloads
-# mount (no API call at startup), rolling them when the profile changes.
-resource "kmshealth_tls_profile_configmap" "this" {
-  count     = var.tls_profile == null ? 0 : 1
-  namespace = var.tls_profile.namespace
-  name      = var.tls_profile.name
-  source    = var.tls_profile.source
-
-  dynamic "profile" {
-    for_each = var.tls_profile.source == "static" ? [var.tls_profile_type] : []
-    content {
-      type = profile.value
-    }
-  }
-
-  rollout_targets = var.tls_profile.rollout_targets
 }

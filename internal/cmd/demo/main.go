@@ -1,6 +1,7 @@
 // Command demo is `make demo`: it starts the local control plane (etcd,
 // kube-apiserver, KMS v2 plugin), builds the provider, applies
-// examples/cluster-bootstrap with Terraform (or OpenTofu: DEMO_CLI=tofu),
+// examples/cluster-bootstrap (a root module calling
+// modules/cluster-bootstrap) with Terraform (or OpenTofu: DEMO_CLI=tofu),
 // corrupts the caBundle out of band, shows the next plan catching it,
 // restores it, then runs the same binary in reconcile mode and shows it
 // restoring corruptions within milliseconds; then three simulated
@@ -105,14 +106,18 @@ func run(ctx context.Context) error {
 	if _, err := devenv.BuildProvider(ctx, filepath.Join(work, "bin"), "demo"); err != nil {
 		return err
 	}
-	cli, err := devenv.NewCLI(cliName, filepath.Join(work, "root"), filepath.Join(work, "bin"))
+	// The example calls the module by a relative path
+	// (../../modules/cluster-bootstrap): copy both, keeping that layout.
+	for _, dir := range []string{filepath.Join("examples", "cluster-bootstrap"), filepath.Join("modules", "cluster-bootstrap")} {
+		if err := copyModule(filepath.Join(devenv.Root(), dir), filepath.Join(work, "tree", dir)); err != nil {
+			return err
+		}
+	}
+	cli, err := devenv.NewCLI(cliName, filepath.Join(work, "tree", "examples", "cluster-bootstrap"), filepath.Join(work, "bin"))
 	if err != nil {
 		return err
 	}
 	cli.Stdout = os.Stdout
-	if err := copyModule(filepath.Join(devenv.Root(), "examples", "cluster-bootstrap"), cli.Dir); err != nil {
-		return err
-	}
 	ca, rogue := demoCA("demo packaging CA"), demoCA("a stale CA from an old installer")
 	step("Creating the reconciler's namespace and a web Deployment that consumes the TLS profile, as the platform's own code would")
 	if err := demoWorkloads(ctx, env); err != nil {
@@ -130,6 +135,11 @@ func run(ctx context.Context) error {
 		"tls_profile":                 map[string]any{"namespace": demoWebNamespace, "rollout_targets": []map[string]string{{"kind": "Deployment", "namespace": demoWebNamespace, "name": demoWebDeployment}}},
 	})
 	if err := os.WriteFile(filepath.Join(cli.Dir, "demo.auto.tfvars.json"), vars, 0o600); err != nil {
+		return err
+	}
+
+	step("%s get: installs the local module examples/cluster-bootstrap calls (the provider comes from dev_overrides, nothing is downloaded)", cliName)
+	if err := runCLI(ctx, cli, 0, "get", "-no-color"); err != nil {
 		return err
 	}
 
@@ -432,7 +442,7 @@ func startReconciler(ctx context.Context, bin string, env *testenv.Env) (*devenv
 	return p, nil
 }
 
-// reconcilerNamespace is examples/cluster-bootstrap's default.
+// reconcilerNamespace is examples/cluster-bootstrap's default (the module's too).
 const reconcilerNamespace = "kmshealth-system"
 
 // corruptAndWait overwrites the caBundle as a stale installer would and

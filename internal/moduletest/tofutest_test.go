@@ -1,0 +1,64 @@
+package moduletest
+
+import (
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
+)
+
+// TestAccModule_tofuTest runs the module's own tests
+// (modules/cluster-bootstrap/tests/*.tftest.hcl) with `tofu test` against a
+// real API server: bad inputs fail at plan naming the input, every pattern
+// applies and its outputs are what a caller needs, a profile change rolls,
+// every pattern turns off. `tofu test` destroys what it applied; this test
+// then checks that nothing of ours is left. It needs OpenTofu whichever CLI
+// TF_ACC_TERRAFORM_PATH names, so it runs (twice) under both passes of
+// make acc.
+func TestAccModule_tofuTest(t *testing.T) {
+	acceptance(t)
+	tofu := accCLIPath(t)
+	if !isOpenTofu(t, tofu) {
+		var err error
+		if tofu, err = devenv.Tool("tofu"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const ns, web, secret = "tofu-test", "web", "packaging-ca"
+	inline, fromSecret := "v1.inline.tofu.kmshealth.io", "v1.source.tofu.kmshealth.io"
+	c := &cluster{name: "tofu", env: east}
+	c.prepare(t, ns, web, []string{inline, fromSecret})
+	if _, err := east.Clientset().CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: secret},
+		Data:       map[string][]byte{"ca.crt": []byte(c.cas[fromSecret])},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	providerDir := buildProvider(t)
+	dir := filepath.Join(t.TempDir(), "cluster-bootstrap")
+	copyTree(t, moduleDir(), dir)
+	tf := newCLI(t, tofu, dir, providerDir)
+	// The module has no provider block and the tests add none: the
+	// provider takes the cluster from the environment, as it would in CI.
+	tf.env = append(tf.env, "KUBE_CONFIG_PATH="+east.Kubeconfig)
+	vars := filepath.Join(t.TempDir(), "tofu-test.tfvars.json")
+	writeJSON(t, vars, map[string]string{
+		"ca_pem": c.cas[inline], "namespace": ns, "web_deployment": web,
+		"apiservice_inline": inline, "apiservice_source": fromSecret, "source_secret": secret,
+	})
+	out := tf.must(0, "test", "-no-color", "-var-file="+vars)
+	for _, run := range []string{"bad_socket_path", "unknown_profile_type", "two_sources_for_one_ca_bundle", "bootstrap", "profile_change", "patterns_off"} {
+		if !regexp.MustCompile(`run "` + run + `"\.\.\. pass`).MatchString(out) {
+			t.Errorf("run %q did not pass", run)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^Success! 6 passed, 0 failed\.$`).MatchString(out) {
+		t.Errorf("tofu test: want all 6 runs passed")
+	}
+	c.checkClean(t, ns, web, []string{inline, fromSecret})
+}

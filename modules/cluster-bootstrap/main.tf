@@ -1,0 +1,140 @@
+# Everything kmshealth hardens on one cluster, each pattern behind an input.
+# No provider block: the caller configures kmshealth (or passes an alias with
+# `providers = { kmshealth = kmshealth.east }`), so the module can be called
+# with for_each, count and depends_on, once per cluster.
+
+locals {
+  # Where the reporters write, the reconciler rolls up and the health is
+  # read: one object for all three. null: the provider's default, the
+  # KMSHealth object "cluster".
+  kms_target = try(coalesce(try(var.reporter.target, null), try(var.kms_health.target, null)), null)
+
+  # One staleness for the rollup and the read-back, so the two agree.
+  kms_max_staleness = try(var.kms_health.max_staleness, null)
+}
+
+# One caBundle per APIService, from inline PEM or the Secret/ConfigMap key
+# that holds the serving CA: the one authoritative object the reconciler
+# restores it from.
+resource "kmshealth_apiservice_cabundle" "this" {
+  for_each = var.apiservices
+
+  apiservice_name  = each.key
+  ca_bundle        = each.value.ca_bundle
+  bundle_namespace = each.value.bundle_namespace
+  field_manager    = var.field_manager
+  force_conflicts  = each.value.force_conflicts
+
+  dynamic "source" {
+    for_each = each.value.source == null ? [] : [each.value.source]
+    content {
+      kind      = source.value.kind
+      namespace = source.value.namespace
+      name      = source.value.name
+      key       = source.value.key
+    }
+  }
+}
+
+# The in-cluster reconciler: restores each caBundle above within
+# milliseconds of an out-of-band overwrite, between applies, keeps the TLS
+# profiles, and rolls the reporters' conditions up into KMSPluginsDegraded.
+# It may read exactly the sources above and patch exactly those APIServices
+# (RBAC resourceNames).
+resource "kmshealth_reconciler" "this" {
+  count = var.reconciler == null ? 0 : 1
+
+  namespace        = var.reconciler.namespace
+  create_namespace = var.reconciler.create_namespace
+  name             = var.reconciler.name
+  image            = var.reconciler.image
+  replicas         = var.reconciler.replicas
+  wait_for_rollout = var.reconciler.wait_for_rollout
+  admission_policy = var.reconciler.admission_policy
+  field_manager    = var.field_manager
+
+  ca_bundles = { for r in kmshealth_apiservice_cabundle.this : r.apiservice_name => r.ca_bundle_source }
+
+  # It also keeps each TLS profile ConfigMap below (an edited profile.json,
+  # a removed hash annotation; for source = "cluster", a changed cluster
+  # profile), with RBAC on exactly these ConfigMaps and their targets.
+  tls_profiles = [
+    for p in kmshealth_tls_profile_configmap.this : { namespace = p.namespace, name = p.name, rollout_targets = p.rollout_targets }
+  ]
+
+  kms_target        = local.kms_target
+  kms_max_staleness = local.kms_max_staleness
+
+  timeouts {
+    create = var.reconciler.timeout
+    update = var.reconciler.timeout
+    delete = var.reconciler.timeout
+  }
+}
+
+# KMS v2 plugin health: a reporter on every control-plane node probes each
+# local plugin socket and writes one condition per node.
+resource "kmshealth_reporter" "this" {
+  count = var.reporter == null ? 0 : 1
+
+  namespace        = var.reporter.namespace
+  name             = var.reporter.name
+  image            = var.reporter.image
+  kms_sockets      = var.reporter.kms_sockets
+  socket_dir       = var.reporter.socket_dir
+  probe_interval   = var.reporter.probe_interval
+  node_selector    = var.reporter.node_selector
+  target           = var.reporter.target
+  install_crd      = var.reporter.install_crd
+  wait_for_rollout = var.reporter.wait_for_rollout
+  admission_policy = var.reporter.admission_policy
+
+  timeouts {
+    create = var.reporter.timeout
+    update = var.reporter.timeout
+    delete = var.reporter.timeout
+  }
+}
+
+# Read back at every plan: per node and per plugin health, and whether every
+# node agrees on the active key encryption key. The caller's key rotation
+# gates on the rotation_ready and kms_problems outputs.
+data "kmshealth_kms_plugin_health" "this" {
+  count = var.kms_health == null ? 0 : 1
+
+  target         = local.kms_target
+  max_staleness  = var.kms_health.max_staleness
+  expected_nodes = var.kms_health.expected_nodes
+  wait_timeout   = var.kms_health.wait_timeout
+
+  # The reporter installs the target object (and its CRD) first.
+  depends_on = [kmshealth_reporter.this]
+}
+
+# TLS security profiles, each resolved once into a ConfigMap its workloads
+# mount (no API call at startup), rolling them when the profile changes.
+resource "kmshealth_tls_profile_configmap" "this" {
+  for_each = var.tls_profiles
+
+  namespace = each.value.namespace
+  name      = each.value.name
+  source    = each.value.source
+
+  dynamic "profile" {
+    for_each = each.value.source == "static" ? [each.value] : []
+    content {
+      type = profile.value.type
+
+      dynamic "custom" {
+        for_each = profile.value.custom == null ? [] : [profile.value.custom]
+        content {
+          min_tls_version = custom.value.min_tls_version
+          ciphers         = custom.value.ciphers
+          curves          = custom.value.curves
+        }
+      }
+    }
+  }
+
+  rollout_targets = each.value.rollout_targets
+}

@@ -1,0 +1,226 @@
+variable "apiservices" {
+  description = <<-EOT
+    The aggregated APIServices whose `spec.caBundle` must not drift, keyed by APIService name (`<version>.<group>`, e.g. `v1beta1.metrics.k8s.io`). Each must already exist with `spec.service` set. Give each exactly one CA source:
+
+    - `source`: the Secret or ConfigMap key that holds the PEM (e.g. the `ca.crt` of a Secret cert-manager keeps), never modified; or
+    - `ca_bundle`: inline PEM, kept in a ConfigMap `kmshealth-cabundle-<name>` in `bundle_namespace` (default `kube-system`);
+    - `force_conflicts = true` takes `spec.caBundle` over from another field manager (an installer) on create; by default such a conflict stops the apply and names the manager.
+  EOT
+  type = map(object({
+    ca_bundle = optional(string)
+    source = optional(object({
+      kind      = string
+      namespace = string
+      name      = string
+      key       = string
+    }))
+    bundle_namespace = optional(string)
+    force_conflicts  = optional(bool, false)
+  }))
+  default  = {}
+  nullable = false
+
+  validation {
+    condition     = alltrue([for name in keys(var.apiservices) : can(regex("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$", name))])
+    error_message = "apiservices: each key must be an APIService name, <version>.<group> such as v1beta1.metrics.k8s.io; not: ${join(", ", [for name in keys(var.apiservices) : name if !can(regex("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$", name))])}."
+  }
+  validation {
+    condition     = alltrue([for a in values(var.apiservices) : (a.ca_bundle == null) != (a.source == null)])
+    error_message = "apiservices: each APIService takes its CA from exactly one source: set either ca_bundle (inline PEM) or source (a Secret or ConfigMap key), not both and not neither. Fix: ${join(", ", [for name, a in var.apiservices : "apiservices[\"${name}\"] (${a.ca_bundle == null ? "neither is set" : "both are set"})" if(a.ca_bundle == null) == (a.source == null)])}."
+  }
+  validation {
+    condition     = alltrue([for a in values(var.apiservices) : a.source == null || contains(["Secret", "ConfigMap"], try(a.source.kind, ""))])
+    error_message = "apiservices: source.kind must be \"Secret\" or \"ConfigMap\". Fix: ${join(", ", [for name, a in var.apiservices : "apiservices[\"${name}\"].source.kind = \"${a.source.kind}\"" if a.source != null && !contains(["Secret", "ConfigMap"], try(a.source.kind, ""))])}."
+  }
+  validation {
+    condition     = alltrue([for a in values(var.apiservices) : a.ca_bundle == null || can(regex("-----BEGIN CERTIFICATE-----", a.ca_bundle))])
+    error_message = "apiservices: ca_bundle must be PEM holding at least one \"-----BEGIN CERTIFICATE-----\" block (the CA that signs the aggregated API server's serving certificate). Fix: ${join(", ", [for name, a in var.apiservices : "apiservices[\"${name}\"].ca_bundle" if a.ca_bundle != null && !can(regex("-----BEGIN CERTIFICATE-----", a.ca_bundle))])}."
+  }
+}
+
+variable "field_manager" {
+  description = "Server-side apply field manager of the caBundles, and the one the reconciler writes them as. Keep the default `kmshealth` unless another kmshealth installation already manages these APIServices."
+  type        = string
+  default     = "kmshealth"
+  nullable    = false
+
+  validation {
+    condition     = length(var.field_manager) > 0 && length(var.field_manager) <= 128
+    error_message = "field_manager: must be 1 to 128 characters; the default is \"kmshealth\"."
+  }
+}
+
+variable "reconciler" {
+  description = <<-EOT
+    The in-cluster reconciler that restores every caBundle of `apiservices` within milliseconds of an out-of-band overwrite, keeps every ConfigMap of `tls_profiles` (and the hash on its rollout targets) between applies, and rolls the KMS health reports up into `KMSPluginsDegraded`. `null`: not installed (the caBundles and profiles are then only restored by the next apply, and nothing rolls up KMS health).
+
+    - `namespace` (default `kmshealth-system`), created and deleted by the module when `create_namespace` (default `true`); with `false` it must exist.
+    - `image`: null runs the image whose tag is the provider's version (a release build); set it for a mirror, pinned by digest.
+    - `replicas` (default 2, one leads), `wait_for_rollout` (default `true`: the apply waits until the pods run and fails with a pod's own reason; set `false` while no node can run them), `admission_policy` (default `true`), `timeout` for create, update and delete (Go duration, default 10m).
+  EOT
+  type = object({
+    namespace        = optional(string, "kmshealth-system")
+    create_namespace = optional(bool, true)
+    name             = optional(string)
+    image            = optional(string)
+    replicas         = optional(number)
+    wait_for_rollout = optional(bool, true)
+    admission_policy = optional(bool, true)
+    timeout          = optional(string, "10m")
+  })
+  default = {}
+
+  validation {
+    condition     = var.reconciler == null || can(regex("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", var.reconciler.namespace)) && length(try(var.reconciler.namespace, "")) <= 63
+    error_message = "reconciler.namespace: must be a DNS-1123 label (lower-case letters, digits and '-', at most 63 characters), e.g. \"kmshealth-system\"."
+  }
+  validation {
+    condition     = try(var.reconciler.replicas, null) == null || try(var.reconciler.replicas >= 1 && floor(var.reconciler.replicas) == var.reconciler.replicas, false)
+    error_message = "reconciler.replicas: must be a whole number of at least 1 (default 2: one leads, the other takes over within the 15 s lease)."
+  }
+  validation {
+    condition     = var.reconciler == null || can(regex("^([0-9]+(\\.[0-9]+)?(h|m|s|ms))+$", var.reconciler.timeout))
+    error_message = "reconciler.timeout: must be a Go duration such as \"10m\" or \"1h30m\"."
+  }
+}
+
+variable "reporter" {
+  description = <<-EOT
+    The KMS v2 plugin health reporter: a DaemonSet on every control-plane node that probes each local plugin socket and writes one condition per node on the `KMSHealth` object `cluster` (by default also installing its CRD). `null`: not installed.
+
+    - `namespace` (default `kube-system`) must allow hostPath volumes (Pod Security `privileged`).
+    - `kms_sockets`: the plugin endpoints of the API server's EncryptionConfiguration, each `unix:///var/run/kmsplugin/kms-<keyID>.sock`; or `socket_dir`, a node directory whose `kms-<keyID>.sock` are listed on every probe. Neither: every socket in `/var/run/kmsplugin`.
+    - `probe_interval` (Go duration, at least 5s, default 30s): a report older than 4 times it is stale, so set `kms_health.max_staleness` to 4 times it.
+    - `target`: another object the reports go to (`<group>/<version>/<resource>/<name>`, e.g. an OpenShift operator CR; then `install_crd = false`).
+    - `wait_for_rollout` (default `true`), `admission_policy` (default `true`), `timeout` for create, update and delete (default 10m).
+  EOT
+  type = object({
+    namespace        = optional(string, "kube-system")
+    name             = optional(string)
+    image            = optional(string)
+    kms_sockets      = optional(list(string))
+    socket_dir       = optional(string)
+    probe_interval   = optional(string)
+    node_selector    = optional(map(string))
+    target           = optional(string)
+    install_crd      = optional(bool)
+    wait_for_rollout = optional(bool, true)
+    admission_policy = optional(bool, true)
+    timeout          = optional(string, "10m")
+  })
+  default = {}
+
+  validation {
+    condition     = alltrue([for s in coalesce(try(var.reporter.kms_sockets, null), []) : can(regex("^unix:///var/run/kmsplugin/kms-[0-9]+\\.sock$", s))])
+    error_message = "reporter.kms_sockets: each entry must be unix:///var/run/kmsplugin/kms-<keyID>.sock (the endpoint in the API server's EncryptionConfiguration, <keyID> a number); not: ${join(", ", [for s in coalesce(try(var.reporter.kms_sockets, null), []) : jsonencode(s) if !can(regex("^unix:///var/run/kmsplugin/kms-[0-9]+\\.sock$", s))])}."
+  }
+  validation {
+    condition     = try(var.reporter.kms_sockets, null) == null || try(var.reporter.socket_dir, null) == null
+    error_message = "reporter: set kms_sockets (the plugin endpoints) or socket_dir (a directory listed on every probe), not both."
+  }
+  validation {
+    condition     = try(var.reporter.socket_dir, null) == null || can(regex("^/(var/)?run/kmsplugin(/.*)?$", var.reporter.socket_dir))
+    error_message = "reporter.socket_dir: must be /var/run/kmsplugin or /run/kmsplugin, or a directory below them: the directory is mounted into pods that run as root."
+  }
+  validation {
+    condition     = try(var.reporter.probe_interval, null) == null || can(regex("^([0-9]+(\\.[0-9]+)?(h|m|s|ms))+$", var.reporter.probe_interval))
+    error_message = "reporter.probe_interval: must be a Go duration of at least 5s, such as \"30s\"."
+  }
+  validation {
+    condition     = try(var.reporter.target, null) == null || can(regex("^[^/]*/[^/]+/[^/]+/[^/]+$", var.reporter.target))
+    error_message = "reporter.target: must be <group>/<version>/<resource>/<name>, e.g. \"kmshealth.io/v1alpha1/kmshealths/cluster\"."
+  }
+  validation {
+    condition     = var.reporter == null || can(regex("^([0-9]+(\\.[0-9]+)?(h|m|s|ms))+$", var.reporter.timeout))
+    error_message = "reporter.timeout: must be a Go duration such as \"10m\"."
+  }
+}
+
+variable "kms_health" {
+  description = <<-EOT
+    How the module reads KMS v2 plugin health back (the `rotation_ready`, `kms_problems` and `kms_nodes` outputs), from the reporter's target (`reporter.target`, else the `KMSHealth` object `cluster`, else `target` here when the reporters are installed elsewhere). `null`: nothing is read, and `rotation_ready` is `false`.
+
+    - `max_staleness` (Go duration, default 2m = 4 times the reporter's default 30s interval): an older report makes its node stale; the reconciler's rollup uses the same value.
+    - `expected_nodes`: the control-plane nodes that must report; null accepts every node that has reported, so a node whose reporter never started goes unnoticed. List them for a key-rotation gate.
+    - `wait_timeout` (default none): when not ready, wait up to this long for the cluster to become ready.
+  EOT
+  type = object({
+    target         = optional(string)
+    max_staleness  = optional(string, "2m")
+    expected_nodes = optional(list(string))
+    wait_timeout   = optional(string)
+  })
+  default = {}
+
+  validation {
+    condition     = var.kms_health == null || can(regex("^([0-9]+(\\.[0-9]+)?(h|m|s|ms))+$", var.kms_health.max_staleness))
+    error_message = "kms_health.max_staleness: must be a Go duration such as \"2m\" (4 times the reporter's probe_interval)."
+  }
+  validation {
+    condition     = try(var.kms_health.wait_timeout, null) == null || can(regex("^([0-9]+(\\.[0-9]+)?(h|m|s|ms))+$", var.kms_health.wait_timeout))
+    error_message = "kms_health.wait_timeout: must be a Go duration such as \"5m\"."
+  }
+  validation {
+    condition     = try(var.kms_health.target, null) == null || can(regex("^[^/]*/[^/]+/[^/]+/[^/]+$", var.kms_health.target))
+    error_message = "kms_health.target: must be <group>/<version>/<resource>/<name>, e.g. \"operator.openshift.io/v1/kubeapiservers/cluster\"."
+  }
+}
+
+variable "tls_profiles" {
+  description = <<-EOT
+    TLS security profile ConfigMaps (`profile.json`) that workloads mount instead of calling the API server at startup, keyed by a name of your choice. Each:
+
+    - `namespace` (required, must exist: the consuming workloads run there) and `name` (default `tls-profile`);
+    - `source`: `static` (default) uses `type`; `cluster` follows OpenShift's `APIServer` profile;
+    - `type`: `Old`, `Intermediate` (default), `Modern` or `Custom` (then `custom = { min_tls_version, ciphers, curves }`);
+    - `rollout_targets`: existing Deployments, StatefulSets or DaemonSets (`{ kind, namespace, name }`) whose pod template gets the profile's hash, so they roll when it changes.
+  EOT
+  type = map(object({
+    namespace = string
+    name      = optional(string, "tls-profile")
+    source    = optional(string, "static")
+    type      = optional(string, "Intermediate")
+    custom = optional(object({
+      min_tls_version = string
+      ciphers         = optional(list(string))
+      curves          = optional(list(string))
+    }))
+    rollout_targets = optional(list(object({
+      kind      = string
+      namespace = string
+      name      = string
+    })), [])
+  }))
+  default  = {}
+  nullable = false
+
+  validation {
+    condition     = alltrue([for p in values(var.tls_profiles) : contains(["Old", "Intermediate", "Modern", "Custom"], p.type)])
+    error_message = "tls_profiles: type must be Old, Intermediate, Modern or Custom. Fix: ${join(", ", [for k, p in var.tls_profiles : "tls_profiles[\"${k}\"].type = \"${p.type}\"" if !contains(["Old", "Intermediate", "Modern", "Custom"], p.type)])}."
+  }
+  validation {
+    condition     = alltrue([for p in values(var.tls_profiles) : contains(["static", "cluster"], p.source)])
+    error_message = "tls_profiles: source must be \"static\" (the profile given by type) or \"cluster\" (OpenShift's APIServer profile). Fix: ${join(", ", [for k, p in var.tls_profiles : "tls_profiles[\"${k}\"].source = \"${p.source}\"" if !contains(["static", "cluster"], p.source)])}."
+  }
+  validation {
+    condition     = alltrue([for p in values(var.tls_profiles) : (p.type == "Custom") == (p.custom != null) || p.source == "cluster"])
+    error_message = "tls_profiles: custom settings go with type = \"Custom\", and type = \"Custom\" needs custom = { min_tls_version = \"VersionTLS12\", ... }. Fix: ${join(", ", [for k, p in var.tls_profiles : "tls_profiles[\"${k}\"]" if(p.type == "Custom") != (p.custom != null) && p.source != "cluster"])}."
+  }
+  validation {
+    condition     = alltrue([for p in values(var.tls_profiles) : p.custom == null || contains(["VersionTLS10", "VersionTLS11", "VersionTLS12", "VersionTLS13"], try(p.custom.min_tls_version, ""))])
+    error_message = "tls_profiles: custom.min_tls_version must be VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13."
+  }
+  validation {
+    condition     = alltrue(flatten([for p in values(var.tls_profiles) : [for t in p.rollout_targets : contains(["Deployment", "StatefulSet", "DaemonSet"], t.kind)]]))
+    error_message = "tls_profiles: rollout_targets[].kind must be Deployment, StatefulSet or DaemonSet (apps/v1)."
+  }
+  validation {
+    condition     = length(distinct([for p in values(var.tls_profiles) : "${p.namespace}/${p.name}"])) == length(var.tls_profiles)
+    error_message = "tls_profiles: two entries name the same ConfigMap <namespace>/<name>; give each its own name."
+  }
+}
+
+# rbac_proxy_sidecars: GAP, not yet an input. kube-rbac-proxy injection
+# (kmshealth_rbac_proxy_sidecar) is being added to the provider; once the
+# resource exists, a list of workloads goes here and one resource per entry
+# in main.tf.
