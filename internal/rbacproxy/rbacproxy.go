@@ -8,7 +8,8 @@
 // live pod template with the desired sidecar. The Terraform resource and
 // the reconciler both call it, so the two always write the same fields.
 //
-// Nothing here talks to the API server.
+// Only cluster.go talks to the API server (read, check, apply in order,
+// compare, uninstall); everything else is pure.
 package rbacproxy
 
 import (

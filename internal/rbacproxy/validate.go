@@ -360,8 +360,12 @@ func validateSelector(es *FieldErrors, name string, sel *metav1.LabelSelector) {
 	if sel == nil {
 		return
 	}
-	for _, e := range metav1validation.ValidateLabelSelector(sel, metav1validation.LabelSelectorValidationOptions{}, field.NewPath(name)) {
+	errs := metav1validation.ValidateLabelSelector(sel, metav1validation.LabelSelectorValidationOptions{}, field.NewPath(name))
+	for _, e := range errs {
 		es.add(e.Field, "%s: fix the selector", e.ErrorBody())
+	}
+	if len(errs) > 0 {
+		return // the conversion below would report the same problem again
 	}
 	if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
 		es.add(name, "%v: fix the selector", err)
