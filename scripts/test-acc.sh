@@ -8,7 +8,9 @@ cli=${1:?usage: $0 terraform|tofu}
 cd "$(dirname "$0")/.."
 bin=$(bash tools/install.sh "$cli")
 KMSHEALTH_KUBE_TESTSERVER=$(bash tools/install.sh kube-testserver)
-export KMSHEALTH_KUBE_TESTSERVER
+# The real kube-rbac-proxy the rbac proxy sidecar's end-to-end test runs.
+KMSHEALTH_KUBE_RBAC_PROXY=$(bash tools/install.sh kube-rbac-proxy)
+export KMSHEALTH_KUBE_TESTSERVER KMSHEALTH_KUBE_RBAC_PROXY
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 : >"$tmp/empty.tfrc"

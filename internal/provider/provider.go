@@ -301,7 +301,7 @@ func (m providerModel) kubeConfig(ctx context.Context) (kube.Config, diag.Diagno
 }
 
 func (p *kmshealthProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{NewAPIServiceCABundleResource, NewReconcilerResource, NewReporterResource, NewTLSProfileConfigMapResource}
+	return []func() resource.Resource{NewAPIServiceCABundleResource, NewReconcilerResource, NewReporterResource, NewTLSProfileConfigMapResource, NewRBACProxySidecarResource}
 }
 
 func (p *kmshealthProvider) DataSources(context.Context) []func() datasource.DataSource {
