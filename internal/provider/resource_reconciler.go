@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,10 +30,12 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/rbacproxy"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconcilerinstall"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
 )
@@ -65,7 +68,8 @@ type reconcilerModel struct {
 	KMSTarget       types.String   `tfsdk:"kms_target"`
 	KMSMaxStaleness types.String   `tfsdk:"kms_max_staleness"`
 	FieldManager    types.String   `tfsdk:"field_manager"`
-	TLSProfiles     types.List     `tfsdk:"tls_profiles"` // of reconcilerTLSProfileType
+	TLSProfiles     types.List     `tfsdk:"tls_profiles"`        // of reconcilerTLSProfileType
+	RBACProxies     types.List     `tfsdk:"rbac_proxy_sidecars"` // of reconcilerRBACProxyType
 	WaitForRollout  types.Bool     `tfsdk:"wait_for_rollout"`
 	ServiceAccount  types.String   `tfsdk:"service_account"`
 	ClusterRole     types.String   `tfsdk:"cluster_role"`
@@ -87,6 +91,71 @@ type reconcilerTLSProfileModel struct {
 var reconcilerTLSProfileType = types.ObjectType{AttrTypes: map[string]attr.Type{
 	"namespace": types.StringType, "name": types.StringType, "rollout_targets": types.ListType{ElemType: rolloutTargetType},
 }}
+
+// reconcilerRBACProxyModel is one element of rbac_proxy_sidecars.
+type reconcilerRBACProxyModel struct {
+	Target types.Object `tfsdk:"target"` // of rbacProxyTargetType
+	Image  types.String `tfsdk:"image"`
+	Args   types.List   `tfsdk:"args"`
+}
+
+var (
+	rbacProxyTargetType = types.ObjectType{AttrTypes: map[string]attr.Type{
+		"kind": types.StringType, "namespace": types.StringType, "name": types.StringType,
+	}}
+	reconcilerRBACProxyType = types.ObjectType{AttrTypes: map[string]attr.Type{
+		"target": rbacProxyTargetType, "image": types.StringType, "args": types.ListType{ElemType: types.StringType},
+	}}
+)
+
+// rbacProxies reads rbac_proxy_sidecars.
+func (m *reconcilerModel) rbacProxies(ctx context.Context) ([]reconcilerinstall.RBACProxy, diag.Diagnostics) {
+	var elems []reconcilerRBACProxyModel
+	diags := m.RBACProxies.ElementsAs(ctx, &elems, false)
+	out := make([]reconcilerinstall.RBACProxy, 0, len(elems))
+	for _, e := range elems {
+		var t rolloutTargetModel
+		diags.Append(e.Target.As(ctx, &t, basetypes.ObjectAsOptions{})...)
+		p := reconcilerinstall.RBACProxy{
+			Target: rbacproxy.Target{Kind: rbacproxy.Kind(t.Kind.ValueString()), Namespace: t.Namespace.ValueString(), Name: t.Name.ValueString()},
+			Image:  e.Image.ValueString(),
+		}
+		diags.Append(e.Args.ElementsAs(ctx, &p.Args, false)...)
+		out = append(out, p)
+	}
+	return out, diags
+}
+
+// rbacProxiesValue is proxies as an rbac_proxy_sidecars value.
+func rbacProxiesValue(ctx context.Context, proxies []reconcilerinstall.RBACProxy) (types.List, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	elems := make([]reconcilerRBACProxyModel, 0, len(proxies))
+	for _, p := range proxies {
+		target, d := types.ObjectValueFrom(ctx, rbacProxyTargetType.AttrTypes, rolloutTargetModel{
+			Kind: types.StringValue(string(p.Target.Kind)), Namespace: types.StringValue(p.Target.Namespace), Name: types.StringValue(p.Target.Name)})
+		diags.Append(d...)
+		args, d := types.ListValueFrom(ctx, types.StringType, p.Args)
+		diags.Append(d...)
+		elems = append(elems, reconcilerRBACProxyModel{Target: target, Image: types.StringValue(p.Image), Args: args})
+	}
+	v, d := types.ListValueFrom(ctx, reconcilerRBACProxyType, elems)
+	diags.Append(d...)
+	return v, diags
+}
+
+// sameRBACProxies reports whether a and b keep the same workloads with the
+// same sidecars, in any order.
+func sameRBACProxies(a, b []reconcilerinstall.RBACProxy) bool {
+	key := func(ps []reconcilerinstall.RBACProxy) []string {
+		out := make([]string, len(ps))
+		for i, p := range ps {
+			out[i] = p.Target.String() + " " + p.Image + " " + strings.Join(p.Args, "\x00")
+		}
+		slices.Sort(out)
+		return out
+	}
+	return slices.Equal(key(a), key(b))
+}
 
 // tlsProfiles reads tls_profiles; a null rollout_targets is none.
 func (m *reconcilerModel) tlsProfiles(ctx context.Context) ([]reconcilerinstall.TLSProfile, diag.Diagnostics) {
@@ -184,6 +253,9 @@ func (m *reconcilerModel) config(ctx context.Context) (reconcilerinstall.Config,
 	profiles, d := m.tlsProfiles(ctx)
 	diags.Append(d...)
 	c.TLSProfiles = profiles
+	proxies, d := m.rbacProxies(ctx)
+	diags.Append(d...)
+	c.RBACProxies = proxies
 	return c, diags
 }
 
@@ -296,6 +368,36 @@ func (r *reconcilerResource) Schema(ctx context.Context, _ resource.SchemaReques
 						}},
 						Validators: []validator.List{listvalidator.UniqueValues()},
 					},
+				}},
+				Validators: []validator.List{listvalidator.UniqueValues()},
+			},
+			"rbac_proxy_sidecars": schema.ListNestedAttribute{
+				Optional: true, Computed: true,
+				Default: listdefault.StaticValue(types.ListValueMust(reconcilerRBACProxyType, []attr.Value{})),
+				MarkdownDescription: "The workloads of `kmshealth_rbac_proxy_sidecar` whose sidecar the reconciler puts back when a Helm upgrade " +
+					"or `kubectl replace` removes it (`--rbac-proxy-configmaps`; it learns each sidecar from the resource's config ConfigMap). Write " +
+					"`[for s in [kmshealth_rbac_proxy_sidecar.x] : { target = s.target, image = s.image, args = s.args }]`. A Role " +
+					"`kmshealth-reconciler-<name>-rbac-proxies` in each workload namespace grants get/list/watch on exactly the config ConfigMaps, " +
+					"get/list/watch/patch on exactly these workloads (by `resourceNames`) and Events there; and with `admission_policy`, the API " +
+					"server lets the reconciler write into these workloads only this sidecar — exactly this `image` and these `args`, no command, " +
+					"environment, privilege or other mount — its config and TLS volumes and its config hash annotation. Pass the sidecar " +
+					"resource's own values, so a change of the sidecar updates the pin in the same apply.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"target": schema.SingleNestedAttribute{Required: true,
+						MarkdownDescription: "The protected workload: the sidecar resource's `target`.",
+						Attributes: map[string]schema.Attribute{
+							"kind": schema.StringAttribute{Required: true, Validators: []validator.String{stringvalidator.OneOf(rbacProxyKinds()...)},
+								MarkdownDescription: "`Deployment`, `StatefulSet` or `DaemonSet` (apps/v1)."},
+							"namespace": schema.StringAttribute{Required: true, Validators: []validator.String{namespaceName},
+								MarkdownDescription: "Namespace of the workload."},
+							"name": schema.StringAttribute{Required: true, Validators: []validator.String{objectName},
+								MarkdownDescription: "Name of the workload."},
+						}},
+					"image": schema.StringAttribute{Required: true,
+						MarkdownDescription: "The sidecar's image: the sidecar resource's `image`. The admission policy allows no other."},
+					"args": schema.ListAttribute{Required: true, ElementType: types.StringType,
+						Validators:          []validator.List{listvalidator.SizeAtLeast(1)},
+						MarkdownDescription: "The sidecar's arguments: the sidecar resource's `args`. The admission policy allows no others."},
 				}},
 				Validators: []validator.List{listvalidator.UniqueValues()},
 			},
@@ -552,6 +654,11 @@ func (r *reconcilerResource) Read(ctx context.Context, req resource.ReadRequest,
 		resp.Diagnostics.Append(diags...)
 		state.TLSProfiles = profiles
 	}
+	if !sameRBACProxies(got.RBACProxies, want.RBACProxies) || state.RBACProxies.IsNull() || state.RBACProxies.IsUnknown() {
+		proxies, diags := rbacProxiesValue(ctx, got.RBACProxies)
+		resp.Diagnostics.Append(diags...)
+		state.RBACProxies = proxies
+	}
 	state.setNames()
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
@@ -630,3 +737,12 @@ func (r *reconcilerResource) ImportState(ctx context.Context, req resource.Impor
 
 // reconcilerMode names the reconciler in the diagnostics of the shared glue.
 var reconcilerMode = installedMode{name: "reconciler", title: "Reconciler", workload: "Deployment", namespaceLabel: reconcilerinstall.NamespaceLabel}
+
+// rbacProxyKinds are the kinds a protected workload may be.
+func rbacProxyKinds() []string {
+	out := make([]string, 0, len(rbacproxy.Kinds()))
+	for _, k := range rbacproxy.Kinds() {
+		out = append(out, string(k))
+	}
+	return out
+}

@@ -37,6 +37,7 @@ import (
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/rbacproxy"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconcilerinstall"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
 )
@@ -1216,6 +1217,97 @@ resource "kmshealth_reconciler" "test" {
 					plancheck.ExpectResourceAction("kmshealth_tls_profile_configmap.web", plancheck.ResourceActionUpdate),
 				}},
 				Check: resource.TestCheckResourceAttr("kmshealth_tls_profile_configmap.web", "min_tls_version", "VersionTLS13"),
+			},
+			{
+				ResourceName: "kmshealth_reconciler.test", ImportState: true, ImportStateId: ns + "/kmshealth-reconciler",
+				ImportStateVerify: true, ImportStateVerifyIgnore: []string{"timeouts", "wait_for_rollout"},
+			},
+		},
+	})
+}
+
+// TestAccReconciler_keepsRBACProxySidecars: a reconciler given
+// rbac_proxy_sidecars, running under exactly the RBAC and admission policy
+// it installs (which pins the sidecar's image and arguments), puts the
+// sidecar back after a kubectl replace of the workload without it; import
+// reads rbac_proxy_sidecars back from the record.
+func TestAccReconciler_keepsRBACProxySidecars(t *testing.T) {
+	ctx := context.Background()
+	ns, appNS := uniqueName(t), uniqueName(t)+"-app"
+	mustCreateNamespace(t, ns)
+	mustCreateNamespace(t, appNS)
+	mustCreateDeployment(t, appNS, "api")
+	binary, err := devenv.BuildProvider(ctx, t.TempDir(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := providerBlock() + fmt.Sprintf(`
+resource "kmshealth_rbac_proxy_sidecar" "api" {
+  target {
+    kind      = "Deployment"
+    namespace = %[1]q
+    name      = "api"
+  }
+  upstream_port = 8080
+  authorization {
+    resource_attributes {
+      namespace   = %[1]q
+      resource    = "services"
+      subresource = "proxy"
+      name        = "api"
+    }
+  }
+}
+
+resource "kmshealth_reconciler" "test" {
+  namespace           = %[2]q
+  replicas            = 1
+  rbac_proxy_sidecars = [for s in [kmshealth_rbac_proxy_sidecar.api] : { target = s.target, image = s.image, args = s.args }]
+  wait_for_rollout    = false # no kubelet here: the test runs the reconciler as a process
+}
+`, appNS, ns)
+	deployments := env.Clientset().AppsV1().Deployments(appNS)
+	hasSidecar := func(d *appsv1.Deployment) bool {
+		for _, c := range d.Spec.Template.Spec.InitContainers {
+			if c.Name == rbacproxy.ContainerName {
+				return true
+			}
+		}
+		return false
+	}
+	putBack := func(*terraform.State) error {
+		r, err := startInstalledReconciler(t, binary, ns)
+		if err != nil {
+			return err
+		}
+		defer r.stop()
+		// kubectl replace with the manifest the user keeps: no sidecar.
+		d, err := deployments.Get(ctx, "api", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		d.Spec.Template.Spec.InitContainers, d.Spec.Template.Spec.Volumes, d.Spec.Template.Annotations = nil, nil, nil
+		start := time.Now()
+		if _, err := deployments.Update(ctx, d, metav1.UpdateOptions{FieldManager: "kubectl-replace"}); err != nil {
+			return err
+		}
+		if err := waitUntil(listWatch(deployments.List, deployments.Watch, "metadata.name=api"), &appsv1.Deployment{}, 30*time.Second, hasSidecar); err != nil {
+			return r.fail("the sidecar was not put back: %v", err)
+		}
+		t.Logf("sidecar put back %s after the replace", time.Since(start).Round(time.Millisecond))
+		return r.checkNotDenied(ns, appNS, "api")
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6,
+		CheckDestroy:             checkUninstalled(ns, "kmshealth-reconciler"),
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr("kmshealth_reconciler.test", "rbac_proxy_sidecars.0.target.name", "api"),
+					resource.TestCheckResourceAttrPair("kmshealth_reconciler.test", "rbac_proxy_sidecars.0.args.#", "kmshealth_rbac_proxy_sidecar.api", "args.#"),
+					putBack,
+				),
 			},
 			{
 				ResourceName: "kmshealth_reconciler.test", ImportState: true, ImportStateId: ns + "/kmshealth-reconciler",
