@@ -16,4 +16,12 @@ const (
 	// profile.json (internal/testenv/tlsserver), for the TLS profile's pod
 	// tests; imported like the others.
 	TLSServerImage = "kmshealth.test/tls-server:1"
+	// HTTPUpstreamImage is a plain HTTP server listening on 127.0.0.1:8080
+	// only (internal/testenv/httpupstream), the workload behind the rbac
+	// proxy sidecar in the pod tests. Its own `-probe` flag is its exec
+	// readiness probe.
+	HTTPUpstreamImage = "kmshealth.test/http-upstream:1"
+	// The node also holds rbacproxy.DefaultImage: the kube-rbac-proxy
+	// binary of tools/install.sh packaged under the release's name, so the
+	// sidecar's default image is the one the pod tests run.
 )

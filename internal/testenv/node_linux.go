@@ -35,6 +35,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/image"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/rbacproxy"
 )
 
 // The project image the node runs: built from this checkout by `make
@@ -102,18 +103,33 @@ func (n *Node) start(ctx context.Context) error {
 		"-repository", nodeImageRepository, "-version", nodeImageVersion, "-out", n.ImageTarball).CombinedOutput(); err != nil {
 		return fmt.Errorf("make image: %w: %s", err, out)
 	}
-	pauseTar, serverTar := n.path("pause.oci.tar"), n.path("tls-server.oci.tar")
+	pauseTar, serverTar, upstreamTar := n.path("pause.oci.tar"), n.path("tls-server.oci.tar"), n.path("http-upstream.oci.tar")
 	if err := buildProgramImage(ctx, moduleDir, "pause", SandboxImage, "65535", pauseTar); err != nil {
 		return err
 	}
 	if err := buildProgramImage(ctx, moduleDir, "tlsserver", TLSServerImage, "65532", serverTar); err != nil {
 		return err
 	}
+	if err := buildProgramImage(ctx, moduleDir, "httpupstream", HTTPUpstreamImage, "65532", upstreamTar); err != nil {
+		return err
+	}
+	// kube-rbac-proxy as its release image lays it out (distroless's
+	// nonroot user, the binary in /usr/local/bin), under the release's own
+	// name: the sidecar's default image runs the binary tools/install.sh
+	// built from the same wrapper module.
+	proxyBinary, err := RBACProxyBinary()
+	if err != nil {
+		return err
+	}
+	proxyTar := n.path("kube-rbac-proxy.oci.tar")
+	if err := packageBinary(proxyBinary, "usr/local/bin/kube-rbac-proxy", rbacproxy.DefaultImage, "65532:65532", proxyTar); err != nil {
+		return fmt.Errorf("package kube-rbac-proxy as %s: %w", rbacproxy.DefaultImage, err)
+	}
 
 	if err := n.startContainerd(ctx); err != nil {
 		return err
 	}
-	for _, tarball := range []string{pauseTar, serverTar, n.ImageTarball} {
+	for _, tarball := range []string{pauseTar, serverTar, upstreamTar, proxyTar, n.ImageTarball} {
 		if out, err := exec.CommandContext(ctx, "ctr", "-a", n.ContainerdSocket, "-n", "k8s.io", "images", "import", tarball).CombinedOutput(); err != nil {
 			return fmt.Errorf("ctr images import %s: %w: %s", tarball, err, out)
 		}
@@ -175,7 +191,7 @@ func (n *Node) start(ctx context.Context) error {
 	// The node runs this machine's API server: it is a control-plane node,
 	// labelled as kubeadm labels one (kubelet may not label itself so).
 	patch := []byte(`{"metadata":{"labels":{"node-role.kubernetes.io/control-plane":""}}}`)
-	_, err := e.Clientset().CoreV1().Nodes().Patch(ctx, NodeName, ktypes.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	_, err = e.Clientset().CoreV1().Nodes().Patch(ctx, NodeName, ktypes.StrategicMergePatchType, patch, metav1.PatchOptions{})
 	return err
 }
 
@@ -365,21 +381,55 @@ func goCommand(ctx context.Context, dir string, args ...string) *exec.Cmd {
 	return cmd
 }
 
+// RBACProxyBinary returns the kube-rbac-proxy binary the node packages as
+// rbacproxy.DefaultImage: $KMSHEALTH_KUBE_RBAC_PROXY when set
+// (scripts/test-acc.sh sets it), else whatever tools/install.sh builds or
+// has cached.
+func RBACProxyBinary() (string, error) {
+	if p := os.Getenv("KMSHEALTH_KUBE_RBAC_PROXY"); p != "" {
+		return p, nil
+	}
+	script := filepath.Join(moduleRoot(), "tools", "install.sh")
+	out, err := exec.Command("bash", script, "kube-rbac-proxy").Output()
+	if err != nil {
+		return "", fmt.Errorf("build kube-rbac-proxy with %s (or set KMSHEALTH_KUBE_RBAC_PROXY): %w", script, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
 // buildProgramImage builds ./internal/testenv/<program> statically and
-// packages it as a one-layer OCI image named ref, entrypoint /<program>, run
-// as user, written as a layout tarball to out.
+// packages it as an image named ref, entrypoint /<program>, run as user,
+// written as a layout tarball to out.
 func buildProgramImage(ctx context.Context, moduleDir, program, ref, user, out string) error {
 	binary := filepath.Join(filepath.Dir(out), program)
 	if b, err := goCommand(ctx, moduleDir, "build", "-trimpath", "-ldflags=-s -w", "-o", binary, "./internal/testenv/"+program).CombinedOutput(); err != nil {
 		return fmt.Errorf("build the %s program: %w: %s", program, err, b)
 	}
-	data, err := os.ReadFile(binary)
+	return packageBinary(binary, program, ref, user, out)
+}
+
+// packageBinary packages the static linux binary at binaryPath as a
+// one-layer OCI image named ref: the file at inImage (a relative path, its
+// folders made too), owned by root, mode 0755, which is the entrypoint,
+// run as user. It is written as a layout tarball to out with
+// internal/image, as `make image` writes the project's image.
+func packageBinary(binaryPath, inImage, ref, user, out string) error {
+	data, err := os.ReadFile(binaryPath)
 	if err != nil {
 		return err
 	}
+	if err := image.CheckBinary(data, runtime.GOARCH); err != nil {
+		return fmt.Errorf("%s: %w", binaryPath, err)
+	}
 	var layer bytes.Buffer
 	tw := tar.NewWriter(&layer)
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: program, Mode: 0o755, Size: int64(len(data))}); err != nil {
+	dirs := strings.Split(inImage, "/")
+	for i := 1; i < len(dirs); i++ {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.Join(dirs[:i], "/") + "/", Mode: 0o755}); err != nil {
+			return err
+		}
+	}
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: inImage, Mode: 0o755, Size: int64(len(data))}); err != nil {
 		return err
 	}
 	if _, err := tw.Write(data); err != nil {
@@ -397,7 +447,7 @@ func buildProgramImage(ctx context.Context, moduleDir, program, ref, user, out s
 		Architecture: runtime.GOARCH,
 		OS:           "linux",
 		RootFS:       v1.RootFS{Type: "layers"},
-		Config:       v1.Config{Entrypoint: []string{"/" + program}, User: user},
+		Config:       v1.Config{Entrypoint: []string{"/" + inImage}, User: user},
 	}); err != nil {
 		return err
 	}
@@ -462,7 +512,9 @@ type Process struct {
 // in pod (which must be running) and reads what the kernel says of it.
 func (n *Node) ContainerProcess(ctx context.Context, pod *corev1.Pod, container string) (*Process, error) {
 	var id string
-	for _, s := range pod.Status.ContainerStatuses {
+	// A native sidecar (an init container that keeps running) is found
+	// like any other container.
+	for _, s := range append(slices.Clone(pod.Status.InitContainerStatuses), pod.Status.ContainerStatuses...) {
 		if s.Name == container {
 			id = strings.TrimPrefix(s.ContainerID, "containerd://")
 		}

@@ -1,8 +1,9 @@
-// Package podtest applies kmshealth_reconciler and kmshealth_reporter with
+// Package podtest applies kmshealth_reconciler, kmshealth_reporter,
+// kmshealth_tls_profile_configmap and kmshealth_rbac_proxy_sidecar with
 // Terraform (or OpenTofu) onto the test bed's real node and proves them the
-// way they run in production: as pods of the project's own image, with
-// in-cluster configuration, projected tokens, the hostPath socket mount and
-// the securityContext they declare, as the kernel sees it.
+// way they run in production: as pods of real images, with in-cluster
+// configuration, projected tokens, the hostPath socket mount and the
+// securityContext they declare, as the kernel sees it.
 package podtest
 
 import (
@@ -448,6 +449,16 @@ func consumerDeployment(ns, name, configMap string) *appsv1.Deployment {
 // waitServing watches the consumer's pods until exactly one, not being
 // deleted, is Ready with hash on its template annotation, and returns it.
 func waitServing(ctx context.Context, ns string, selector map[string]string, hash string) (*corev1.Pod, error) {
+	return waitOnePod(ctx, ns, selector, "serving profile "+hash, func(p *corev1.Pod) bool {
+		return p.Annotations[tlsprofile.HashAnnotation] == hash
+	})
+}
+
+// waitOnePod watches the pods matching selector in ns, for at most two
+// minutes, until there is exactly one (the rollout's old pods are gone),
+// not being deleted, Ready and accepted by ok, and returns it; what says
+// what was waited for.
+func waitOnePod(ctx context.Context, ns string, selector map[string]string, what string, ok func(*corev1.Pod) bool) (*corev1.Pod, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	pods := env.Clientset().CoreV1().Pods(ns)
@@ -465,17 +476,16 @@ func waitServing(ctx context.Context, ns string, selector map[string]string, has
 	var found *corev1.Pod
 	judge := func(store cache.Store) bool {
 		var ready []*corev1.Pod
-		all := 0
-		for _, obj := range store.List() {
+		all := store.List()
+		for _, obj := range all {
 			p := obj.(*corev1.Pod)
-			all++
 			for _, c := range p.Status.Conditions {
-				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && p.DeletionTimestamp == nil && p.Annotations[tlsprofile.HashAnnotation] == hash {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && p.DeletionTimestamp == nil && ok(p) {
 					ready = append(ready, p)
 				}
 			}
 		}
-		if len(ready) == 1 && all == 1 {
+		if len(ready) == 1 && len(all) == 1 {
 			found = ready[0]
 			return true
 		}
@@ -487,7 +497,7 @@ func waitServing(ctx context.Context, ns string, selector map[string]string, has
 		return judge(s), nil
 	}, func(watch.Event) (bool, error) { return judge(store), nil })
 	if err != nil {
-		return nil, fmt.Errorf("no single Ready pod serving profile %s in %s: %w", hash, ns, err)
+		return nil, fmt.Errorf("no single Ready pod %s in %s: %w", what, ns, err)
 	}
 	return found, nil
 }
