@@ -1,6 +1,7 @@
 package moduletest
 
 import (
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -14,8 +15,9 @@ import (
 // TestAccModule_tofuTest runs the module's own tests
 // (modules/cluster-bootstrap/tests/*.tftest.hcl) with `tofu test` against a
 // real API server: bad inputs fail at plan naming the input, every pattern
-// applies and its outputs are what a caller needs, a profile change rolls,
-// every pattern turns off. `tofu test` destroys what it applied; this test
+// applies and its outputs are what a caller needs (kube-rbac-proxy in front
+// of the web Deployment included), a profile change rolls and reaches the
+// proxy's listener, every pattern turns off. `tofu test` destroys what it applied; this test
 // then checks that nothing of ours is left. It needs OpenTofu whichever CLI
 // TF_ACC_TERRAFORM_PATH names, so it runs (twice) under both passes of
 // make acc.
@@ -52,13 +54,15 @@ func TestAccModule_tofuTest(t *testing.T) {
 		"apiservice_inline": inline, "apiservice_source": fromSecret, "source_secret": secret,
 	})
 	out := tf.must(0, "test", "-no-color", "-var-file="+vars)
-	for _, run := range []string{"bad_socket_path", "unknown_profile_type", "two_sources_for_one_ca_bundle", "bootstrap", "profile_change", "patterns_off"} {
+	runs := []string{"bad_socket_path", "unknown_profile_type", "rbac_proxy_listens_on_its_upstream", "two_sources_for_one_ca_bundle",
+		"bootstrap", "profile_change", "patterns_off"}
+	for _, run := range runs {
 		if !regexp.MustCompile(`run "` + run + `"\.\.\. pass`).MatchString(out) {
 			t.Errorf("run %q did not pass", run)
 		}
 	}
-	if !regexp.MustCompile(`(?m)^Success! 6 passed, 0 failed\.$`).MatchString(out) {
-		t.Errorf("tofu test: want all 6 runs passed")
+	if !regexp.MustCompile(fmt.Sprintf(`(?m)^Success! %d passed, 0 failed\.$`, len(runs))).MatchString(out) {
+		t.Errorf("tofu test: want all %d runs passed", len(runs))
 	}
 	c.checkClean(t, ns, web, []string{inline, fromSecret})
 }

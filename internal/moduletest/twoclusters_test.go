@@ -25,6 +25,7 @@ import (
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmstest"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/rbacproxy"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testpki"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
@@ -170,6 +171,11 @@ type bootstrapOutputs struct {
 		ConfigMap     string `json:"configmap"`
 		MinTLSVersion string `json:"min_tls_version"`
 	} `json:"tls_profiles"`
+	RBACProxySidecars map[string]struct {
+		ServiceAccount string `json:"service_account"`
+		ConfigHash     string `json:"config_hash"`
+		ListenPort     int    `json:"listen_port"`
+	} `json:"rbac_proxy_sidecars"`
 	ReconcilerMetricsService string `json:"reconciler_metrics_service"`
 	KMSTarget                string `json:"kms_target"`
 }
@@ -255,8 +261,9 @@ func (c *cluster) prepare(t *testing.T, ns, web string, apis []string) {
 
 // checkApplied checks the live cluster against what the module says it
 // made: each caBundle is this cluster's CA with the fingerprint the output
-// gives, kept in kmshealth's ConfigMap; the TLS profile's hash is on the web
-// Deployment; the reconciler and the reporter are installed.
+// gives, kept in kmshealth's ConfigMap; the TLS profile's hash and the
+// kube-rbac-proxy sidecar are on the web Deployment; the reconciler and the
+// reporter are installed.
 func (c *cluster) checkApplied(t *testing.T, out *bootstrapOutputs, ns, web string, apis []string) {
 	t.Helper()
 	ctx := t.Context()
@@ -290,6 +297,15 @@ func (c *cluster) checkApplied(t *testing.T, out *bootstrapOutputs, ns, web stri
 	}
 	if h := d.Spec.Template.Annotations[tlsprofile.HashAnnotation]; len(profile.Hash) != 64 || h != profile.Hash {
 		t.Errorf("%s: Deployment %s/%s pod template hash %q, tls_profiles.web.hash %q", c.name, ns, web, h, profile.Hash)
+	}
+	proxy := out.RBACProxySidecars["Deployment/"+ns+"/"+web]
+	if h := d.Spec.Template.Annotations[rbacproxy.ConfigHashAnnotation]; len(proxy.ConfigHash) != 64 || h != proxy.ConfigHash || proxy.ListenPort != 8443 {
+		t.Errorf("%s: Deployment %s/%s pod template rbac proxy config hash %q, rbac_proxy_sidecars entry %+v", c.name, ns, web, h, proxy)
+	}
+	if !slices.ContainsFunc(d.Spec.Template.Spec.InitContainers, func(c corev1.Container) bool {
+		return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+	}) {
+		t.Errorf("%s: Deployment %s/%s has no native sidecar (an init container with restartPolicy Always)", c.name, ns, web)
 	}
 	if profile.ConfigMap != ns+"/tls-profile" || profile.MinTLSVersion != "VersionTLS12" {
 		t.Errorf("%s: tls_profiles.web = %+v, want the Intermediate profile in %s/tls-profile", c.name, profile, ns)
@@ -345,9 +361,9 @@ func (c *cluster) startNode(t *testing.T, bin, node, kek, healthz string) {
 
 // checkClean checks that destroy left nothing of ours on the cluster: no
 // object labelled as kmshealth's, no CRD, every caBundle and its annotation
-// released (the installer's APIService itself kept), the web Deployment's
-// hash annotation released (the Deployment kept), the TLS profile and the
-// inline bundles' ConfigMaps gone.
+// released (the installer's APIService itself kept), the web Deployment
+// back as its team wrote it (no hash annotation, no sidecar), the TLS
+// profile and the inline bundles' ConfigMaps gone.
 func (c *cluster) checkClean(t *testing.T, ns, web string, apis []string) {
 	t.Helper()
 	ctx := t.Context()
@@ -378,8 +394,13 @@ func (c *cluster) checkClean(t *testing.T, ns, web string, apis []string) {
 	if err != nil {
 		t.Fatalf("%s: the web Deployment: %v", c.name, err)
 	}
-	if h, ok := d.Spec.Template.Annotations[tlsprofile.HashAnnotation]; ok {
-		left = append(left, "tls profile hash "+h+" on Deployment "+web)
+	for _, a := range []string{tlsprofile.HashAnnotation, rbacproxy.ConfigHashAnnotation} {
+		if v, ok := d.Spec.Template.Annotations[a]; ok {
+			left = append(left, fmt.Sprintf("annotation %s=%s on Deployment %s", a, v, web))
+		}
+	}
+	if n := len(d.Spec.Template.Spec.InitContainers); n > 0 {
+		left = append(left, fmt.Sprintf("%d init container(s) (a sidecar) in Deployment %s", n, web))
 	}
 	dyn := dynamic.NewForConfigOrDie(c.env.RESTConfig())
 	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}

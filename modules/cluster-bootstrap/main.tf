@@ -138,3 +138,88 @@ resource "kmshealth_tls_profile_configmap" "this" {
 
   rollout_targets = each.value.rollout_targets
 }
+
+# kube-rbac-proxy in front of each workload's HTTP API: a native sidecar
+# written by server-side apply of only its own fields, its config
+# ConfigMap, the auth-delegator binding, and optionally a Service port and a
+# NetworkPolicy. The listener takes the TLS profile it names.
+resource "kmshealth_rbac_proxy_sidecar" "this" {
+  for_each = { for s in var.rbac_proxy_sidecars : "${s.kind}/${s.namespace}/${s.name}" => s }
+
+  target {
+    kind      = each.value.kind
+    namespace = each.value.namespace
+    name      = each.value.name
+  }
+
+  upstream_port   = each.value.upstream_port
+  listen_port     = each.value.listen_port
+  health_port     = each.value.health_port
+  image           = each.value.image
+  allow_paths     = each.value.allow_paths
+  ignore_paths    = each.value.ignore_paths
+  tls_secret_name = each.value.tls_secret_name
+  insecure_listen = each.value.insecure_listen
+  service_name    = each.value.service_name
+
+  tls_profile = each.value.tls_profile == null ? null : try({
+    min_tls_version = kmshealth_tls_profile_configmap.this[each.value.tls_profile].min_tls_version
+    cipher_suites   = kmshealth_tls_profile_configmap.this[each.value.tls_profile].cipher_suites
+  }, null)
+
+  dynamic "authorization" {
+    for_each = each.value.authorization == null ? [] : [each.value.authorization]
+    content {
+      dynamic "resource_attributes" {
+        for_each = authorization.value.resource_attributes == null ? [] : [authorization.value.resource_attributes]
+        content {
+          namespace   = resource_attributes.value.namespace
+          api_group   = resource_attributes.value.api_group
+          api_version = resource_attributes.value.api_version
+          resource    = resource_attributes.value.resource
+          subresource = resource_attributes.value.subresource
+          name        = resource_attributes.value.name
+        }
+      }
+      dynamic "rewrites" {
+        for_each = authorization.value.rewrites == null ? [] : [authorization.value.rewrites]
+        content {
+          by_query_parameter = rewrites.value.by_query_parameter
+          by_http_header     = rewrites.value.by_http_header
+        }
+      }
+    }
+  }
+
+  dynamic "network_policy" {
+    for_each = each.value.network_policy == null ? [] : [each.value.network_policy]
+    content {
+      enabled                 = network_policy.value.enabled
+      from_namespace_selector = network_policy.value.from_namespace_selector
+      from_pod_selector       = network_policy.value.from_pod_selector
+    }
+  }
+
+  dynamic "resources" {
+    for_each = each.value.resources == null ? [] : [each.value.resources]
+    content {
+      requests = resources.value.requests
+      limits   = resources.value.limits
+    }
+  }
+
+  wait_for_rollout = each.value.wait_for_rollout
+
+  timeouts {
+    create = each.value.timeout
+    update = each.value.timeout
+    delete = each.value.timeout
+  }
+
+  lifecycle {
+    precondition {
+      condition     = each.value.tls_profile == null || contains(keys(var.tls_profiles), coalesce(each.value.tls_profile, "-"))
+      error_message = "rbac_proxy_sidecars (${each.key}): tls_profile = \"${coalesce(each.value.tls_profile, "")}\" names no entry of tls_profiles (${join(", ", keys(var.tls_profiles))}); use one of those keys, or leave it out for the proxy's defaults."
+    }
+  }
+}

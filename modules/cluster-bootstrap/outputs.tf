@@ -75,3 +75,14 @@ output "kms_target" {
   description = "The object the reporters write to, the reconciler rolls up on and the health is read from, `<group>/<version>/<resource>/<name>`."
   value       = var.reporter == null ? coalesce(local.kms_target, "kmshealth.io/v1alpha1/kmshealths/cluster") : kmshealth_reporter.this[0].target
 }
+
+output "rbac_proxy_sidecars" {
+  description = "Per workload of `rbac_proxy_sidecars`, by `<kind>/<namespace>/<name>`: `service_account` (bound to `system:auth-delegator`: the sidecar reviews tokens with it), `config_hash` (the proxy config's SHA-256, on the pod template) and `listen_port` callers reach the workload's API on."
+  value = {
+    for k, s in kmshealth_rbac_proxy_sidecar.this : k => {
+      service_account = s.service_account_name
+      config_hash     = s.config_hash
+      listen_port     = s.listen_port
+    }
+  }
+}

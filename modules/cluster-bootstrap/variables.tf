@@ -220,7 +220,90 @@ variable "tls_profiles" {
   }
 }
 
-# rbac_proxy_sidecars: GAP, not yet an input. kube-rbac-proxy injection
-# (kmshealth_rbac_proxy_sidecar) is being added to the provider; once the
-# resource exists, a list of workloads goes here and one resource per entry
-# in main.tf.
+variable "rbac_proxy_sidecars" {
+  description = <<-EOT
+    kube-rbac-proxy in front of the HTTP API of existing workloads, one native sidecar each: every caller is authenticated with a TokenReview and authorized with a SubjectAccessReview; the config ConfigMap, the `system:auth-delegator` binding, an optional Service port and NetworkPolicy come with it. Each entry:
+
+    - `kind` (`Deployment`, `StatefulSet` or `DaemonSet`), `namespace` and `name` of the workload, which must exist;
+    - `upstream_port`: the port the workload serves on `127.0.0.1` (make it listen there only, or callers can bypass the proxy); `listen_port` (default 8443) and `health_port` (default 8444) of the proxy;
+    - `authorization`: `resource_attributes` (`namespace`, `api_group` — empty for the core group —, `api_version`, `resource`, `subresource`, `name`) a caller's RBAC must allow, and `rewrites` (`by_query_parameter` or `by_http_header`) for `{{ .Value }}` in them; none: a non-resource check of the request path;
+    - `allow_paths` (only these are served) or `ignore_paths` (served without any check);
+    - `tls_secret_name`: a `kubernetes.io/tls` Secret whose certificate the proxy serves (default: self-signed); `tls_profile`: the key of an entry of `tls_profiles` whose minimum TLS version and cipher suites the listener takes;
+    - `service_name` (an existing Service that gets the proxy's port), `network_policy` (`enabled`, `from_namespace_selector`, `from_pod_selector`: `{ match_labels = {...} }`), `resources` (`requests`, `limits`), `image`, `wait_for_rollout` (default `false`), `insecure_listen` (plain HTTP, warned about).
+  EOT
+  type = list(object({
+    kind          = string
+    namespace     = string
+    name          = string
+    upstream_port = number
+    listen_port   = optional(number)
+    health_port   = optional(number)
+    image         = optional(string)
+    authorization = optional(object({
+      resource_attributes = optional(object({
+        namespace   = optional(string)
+        api_group   = optional(string)
+        api_version = optional(string)
+        resource    = optional(string)
+        subresource = optional(string)
+        name        = optional(string)
+      }))
+      rewrites = optional(object({
+        by_query_parameter = optional(string)
+        by_http_header     = optional(string)
+      }))
+    }))
+    allow_paths     = optional(list(string))
+    ignore_paths    = optional(list(string))
+    tls_secret_name = optional(string)
+    tls_profile     = optional(string)
+    insecure_listen = optional(bool)
+    service_name    = optional(string)
+    network_policy = optional(object({
+      enabled = optional(bool, true)
+      from_namespace_selector = optional(object({
+        match_labels      = optional(map(string))
+        match_expressions = optional(list(object({ key = string, operator = string, values = optional(list(string)) })))
+      }))
+      from_pod_selector = optional(object({
+        match_labels      = optional(map(string))
+        match_expressions = optional(list(object({ key = string, operator = string, values = optional(list(string)) })))
+      }))
+    }))
+    resources = optional(object({
+      requests = optional(map(string))
+      limits   = optional(map(string))
+    }))
+    wait_for_rollout = optional(bool)
+    timeout          = optional(string, "10m")
+  }))
+  default  = []
+  nullable = false
+
+  validation {
+    condition     = alltrue([for s in var.rbac_proxy_sidecars : contains(["Deployment", "StatefulSet", "DaemonSet"], s.kind)])
+    error_message = "rbac_proxy_sidecars: kind must be Deployment, StatefulSet or DaemonSet (apps/v1). Fix: ${join(", ", [for i, s in var.rbac_proxy_sidecars : "rbac_proxy_sidecars[${i}].kind = \"${s.kind}\"" if !contains(["Deployment", "StatefulSet", "DaemonSet"], s.kind)])}."
+  }
+  validation {
+    condition     = length(distinct([for s in var.rbac_proxy_sidecars : "${s.kind}/${s.namespace}/${s.name}"])) == length(var.rbac_proxy_sidecars)
+    error_message = "rbac_proxy_sidecars: a workload is listed twice; give each <kind>/<namespace>/<name> one entry."
+  }
+  validation {
+    condition = alltrue(flatten([for s in var.rbac_proxy_sidecars : [
+      for p in [s.upstream_port, s.listen_port, s.health_port] : p == null || try(p >= 1 && p <= 65535 && floor(p) == p, false)
+    ]]))
+    error_message = "rbac_proxy_sidecars: upstream_port, listen_port and health_port must be whole numbers from 1 to 65535."
+  }
+  validation {
+    condition     = alltrue([for s in var.rbac_proxy_sidecars : s.upstream_port != coalesce(s.listen_port, 8443)])
+    error_message = "rbac_proxy_sidecars: listen_port (default 8443) must differ from upstream_port, the port the workload serves on 127.0.0.1. Fix: ${join(", ", [for i, s in var.rbac_proxy_sidecars : "rbac_proxy_sidecars[${i}] (${s.kind}/${s.namespace}/${s.name})" if s.upstream_port == coalesce(s.listen_port, 8443)])}."
+  }
+  validation {
+    condition     = alltrue([for s in var.rbac_proxy_sidecars : s.allow_paths == null || s.ignore_paths == null])
+    error_message = "rbac_proxy_sidecars: set allow_paths (only these paths are served) or ignore_paths (these are served unchecked), not both."
+  }
+  validation {
+    condition     = alltrue([for s in var.rbac_proxy_sidecars : can(regex("^([0-9]+(\\.[0-9]+)?(h|m|s|ms))+$", s.timeout))])
+    error_message = "rbac_proxy_sidecars: timeout must be a Go duration such as \"10m\"."
+  }
+}

@@ -44,6 +44,14 @@ run "unknown_profile_type" {
   expect_failures = [var.tls_profiles]
 }
 
+run "rbac_proxy_listens_on_its_upstream" {
+  command = plan
+  variables {
+    rbac_proxy_sidecars = [{ kind = "Deployment", namespace = var.namespace, name = var.web_deployment, upstream_port = 8443 }]
+  }
+  expect_failures = [var.rbac_proxy_sidecars]
+}
+
 run "two_sources_for_one_ca_bundle" {
   command = plan
   variables {
@@ -72,6 +80,17 @@ run "bootstrap" {
         rollout_targets = [{ kind = "Deployment", namespace = var.namespace, name = var.web_deployment }]
       }
     }
+    rbac_proxy_sidecars = [{
+      kind          = "Deployment"
+      namespace     = var.namespace
+      name          = var.web_deployment
+      upstream_port = 8080
+      tls_profile   = "web"
+      allow_paths   = ["/metrics"]
+      authorization = {
+        resource_attributes = { namespace = var.namespace, resource = "services", subresource = "proxy", name = var.web_deployment }
+      }
+    }]
   }
 
   assert {
@@ -102,6 +121,10 @@ run "bootstrap" {
     condition     = output.kms_target == "kmshealth.io/v1alpha1/kmshealths/cluster"
     error_message = "kms_target: got ${output.kms_target}"
   }
+  assert {
+    condition     = length(output.rbac_proxy_sidecars["Deployment/${var.namespace}/${var.web_deployment}"].config_hash) == 64 && output.rbac_proxy_sidecars["Deployment/${var.namespace}/${var.web_deployment}"].listen_port == 8443
+    error_message = "rbac_proxy_sidecars: want the web Deployment's proxy on 8443 with a config hash, got ${jsonencode(output.rbac_proxy_sidecars)}"
+  }
   # No reporter pod can run here, so no node has reported: the gate is
   # closed and says why.
   assert {
@@ -124,6 +147,17 @@ run "profile_change" {
         rollout_targets = [{ kind = "Deployment", namespace = var.namespace, name = var.web_deployment }]
       }
     }
+    rbac_proxy_sidecars = [{
+      kind          = "Deployment"
+      namespace     = var.namespace
+      name          = var.web_deployment
+      upstream_port = 8080
+      tls_profile   = "web"
+      allow_paths   = ["/metrics"]
+      authorization = {
+        resource_attributes = { namespace = var.namespace, resource = "services", subresource = "proxy", name = var.web_deployment }
+      }
+    }]
     # What the bootstrap run left, to compare with (an assertion cannot
     # refer to another run; a variable can).
     before = run.bootstrap
@@ -133,18 +167,25 @@ run "profile_change" {
     condition     = output.tls_profiles.web.min_tls_version == "VersionTLS13" && output.tls_profiles.web.hash != var.before.tls_profiles.web.hash
     error_message = "tls_profiles: Modern should be TLS 1.3 with a new hash, got ${jsonencode(output.tls_profiles.web)} (was ${var.before.tls_profiles.web.hash})"
   }
+  # The sidecar's listener follows the profile: its arguments change.
+  assert {
+    condition     = contains(kmshealth_rbac_proxy_sidecar.this["Deployment/${var.namespace}/${var.web_deployment}"].args, "--tls-min-version=VersionTLS13")
+    error_message = "the rbac proxy should take the Modern profile's minimum version, got args ${jsonencode(kmshealth_rbac_proxy_sidecar.this["Deployment/${var.namespace}/${var.web_deployment}"].args)}"
+  }
   assert {
     condition     = output.ca_bundles == var.before.ca_bundles
     error_message = "ca_bundles changed although the CAs did not: ${jsonencode(output.ca_bundles)}, was ${jsonencode(var.before.ca_bundles)}"
   }
 }
 
-# Each pattern is behind its input: turning them off removes them, the
-# outputs say so, and the gate stays closed.
+# Each pattern is behind its input: turning them off removes them (the
+# sidecar is taken out of the Deployment again), the outputs say so, and
+# the gate stays closed.
 run "patterns_off" {
   variables {
-    apiservices  = {}
-    tls_profiles = {}
+    apiservices         = {}
+    tls_profiles        = {}
+    rbac_proxy_sidecars = []
     reconciler   = null
     reporter     = null
     kms_health   = null

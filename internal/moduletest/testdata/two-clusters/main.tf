@@ -88,6 +88,18 @@ locals {
         rollout_targets = [{ kind = "Deployment", namespace = var.namespace, name = var.web_deployment }]
       }
     }
+    # The web API behind kube-rbac-proxy, with the TLS profile above.
+    rbac_proxy_sidecars = [{
+      kind          = "Deployment"
+      namespace     = var.namespace
+      name          = var.web_deployment
+      upstream_port = 8080
+      tls_profile   = "web"
+      allow_paths   = ["/metrics"]
+      authorization = {
+        resource_attributes = { namespace = var.namespace, resource = "services", subresource = "proxy", name = var.web_deployment }
+      }
+    }]
   }
 }
 
@@ -100,6 +112,8 @@ module "east" {
   reporter     = local.bootstrap.reporter
   kms_health   = local.bootstrap.kms_health
   tls_profiles = local.bootstrap.tls_profiles
+
+  rbac_proxy_sidecars = local.bootstrap.rbac_proxy_sidecars
 }
 
 # West follows east (a staged rollout): count and depends_on on a module
@@ -114,6 +128,8 @@ module "west" {
   reporter     = local.bootstrap.reporter
   kms_health   = local.bootstrap.kms_health
   tls_profiles = local.bootstrap.tls_profiles
+
+  rbac_proxy_sidecars = local.bootstrap.rbac_proxy_sidecars
 
   depends_on = [module.east]
 }
