@@ -15,6 +15,7 @@ require (
 	github.com/prometheus/common v0.66.1
 	github.com/spf13/pflag v1.1.0
 	go.etcd.io/etcd/client/v3 v3.6.5
+	golang.org/x/sys v0.48.0
 	google.golang.org/grpc v1.85.0
 	k8s.io/api v0.35.4
 	k8s.io/apimachinery v0.35.4
@@ -132,7 +133,6 @@ require (
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/oauth2 v0.36.0 // indirect
 	golang.org/x/sync v0.23.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/term v0.46.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	golang.org/x/time v0.9.0 // indirect

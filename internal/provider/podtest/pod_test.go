@@ -434,6 +434,9 @@ func consumerDeployment(ns, name, configMap string) *appsv1.Deployment {
 					TerminationGracePeriodSeconds: new(int64),
 					Containers: []corev1.Container{{
 						Name: "server", Image: testenv.TLSServerImage, ImagePullPolicy: corev1.PullNever,
+						// Serve only the profile this pod was rolled for (see tlsserver).
+						Env: []corev1.EnvVar{{Name: "TLS_PROFILE_HASH", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
+							FieldPath: "metadata.annotations['" + tlsprofile.HashAnnotation + "']"}}}},
 						VolumeMounts:   []corev1.VolumeMount{{Name: "tls-profile", MountPath: "/etc/tls-profile", ReadOnly: true}},
 						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8443)}}, PeriodSeconds: 1},
 					}},

@@ -4,6 +4,15 @@
 // certificate). GET / answers the SHA-256 of the profile.json it loaded, so
 // a test can tell which profile a pod serves. A missing or unreadable
 // profile is fatal, as it would be for a real consumer.
+//
+// With $TLS_PROFILE_HASH set (from the pod's own kmshealth.io/tls-profile-hash
+// annotation, through the downward API) it serves only a profile.json of
+// that hash: a pod created by a profile change can start a moment before
+// kubelet's ConfigMap cache has the new document, and would otherwise serve
+// the old profile for its whole life. It waits, watching the mount
+// (inotify), until kubelet swaps the new document in.
+//go:build linux
+
 package main
 
 import (
@@ -19,7 +28,10 @@ import (
 	"math/big"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
 )
@@ -28,7 +40,7 @@ func main() {
 	profile := flag.String("profile", "/etc/tls-profile/"+tlsprofile.DocumentKey, "the mounted profile.json")
 	addr := flag.String("listen", ":8443", "address to serve HTTPS on")
 	flag.Parse()
-	doc, err := os.ReadFile(*profile)
+	doc, err := readProfile(*profile, os.Getenv("TLS_PROFILE_HASH"))
 	if err != nil {
 		log.Fatalf("tls-server: %v", err)
 	}
@@ -52,6 +64,35 @@ func main() {
 	}
 	log.Printf("tls-server: serving %s with profile %s (hash %s)", *addr, *profile, hash)
 	log.Fatal(srv.ListenAndServeTLS("", ""))
+}
+
+// readProfile reads path; with want set, it waits until the file's hash is
+// want, woken by inotify on its directory (kubelet replaces a ConfigMap
+// volume's files by swapping the ..data symlink there).
+func readProfile(path, want string) ([]byte, error) {
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("inotify: %w", err)
+	}
+	defer unix.Close(fd)
+	if _, err := unix.InotifyAddWatch(fd, filepath.Dir(path), unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_CLOSE_WRITE); err != nil {
+		return nil, fmt.Errorf("watch %s: %w", filepath.Dir(path), err)
+	}
+	buf := make([]byte, 4096)
+	for {
+		doc, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		got := tlsprofile.HashJSON(doc)
+		if want == "" || got == want {
+			return doc, nil
+		}
+		log.Printf("tls-server: %s has hash %s, the pod expects %s: waiting for kubelet to update the volume", path, got, want)
+		if _, err := unix.Read(fd, buf); err != nil {
+			return nil, fmt.Errorf("inotify: %w", err)
+		}
+	}
 }
 
 func selfSigned() (tls.Certificate, error) {
