@@ -38,7 +38,8 @@ resource "kmshealth_apiservice_cabundle" "this" {
 
 # The in-cluster reconciler: restores each caBundle above within
 # milliseconds of an out-of-band overwrite, between applies, keeps the TLS
-# profiles, and rolls the reporters' conditions up into KMSPluginsDegraded.
+# profiles and the rbac proxy sidecars, and rolls the reporters' conditions
+# up into KMSPluginsDegraded.
 # It may read exactly the sources above and patch exactly those APIServices
 # (RBAC resourceNames).
 resource "kmshealth_reconciler" "this" {
@@ -60,6 +61,12 @@ resource "kmshealth_reconciler" "this" {
   # profile), with RBAC on exactly these ConfigMaps and their targets.
   tls_profiles = [
     for p in kmshealth_tls_profile_configmap.this : { namespace = p.namespace, name = p.name, rollout_targets = p.rollout_targets }
+  ]
+
+  # And puts each kube-rbac-proxy sidecar below back when a Helm upgrade or
+  # a kubectl replace removes it, pinned to exactly its image and arguments.
+  rbac_proxy_sidecars = [
+    for s in kmshealth_rbac_proxy_sidecar.this : { target = s.target, image = s.image, args = s.args }
   ]
 
   kms_target        = local.kms_target

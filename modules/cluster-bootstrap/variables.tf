@@ -52,7 +52,7 @@ variable "field_manager" {
 
 variable "reconciler" {
   description = <<-EOT
-    The in-cluster reconciler that restores every caBundle of `apiservices` within milliseconds of an out-of-band overwrite, keeps every ConfigMap of `tls_profiles` (and the hash on its rollout targets) between applies, and rolls the KMS health reports up into `KMSPluginsDegraded`. `null`: not installed (the caBundles and profiles are then only restored by the next apply, and nothing rolls up KMS health).
+    The in-cluster reconciler that restores every caBundle of `apiservices` within milliseconds of an out-of-band overwrite, keeps every ConfigMap of `tls_profiles` (and the hash on its rollout targets) and every sidecar of `rbac_proxy_sidecars` between applies, and rolls the KMS health reports up into `KMSPluginsDegraded`. `null`: not installed (the caBundles, profiles and sidecars are then only restored by the next apply, and nothing rolls up KMS health).
 
     - `namespace` (default `kmshealth-system`), created and deleted by the module when `create_namespace` (default `true`); with `false` it must exist.
     - `image`: null runs the image whose tag is the provider's version (a release build); set it for a mirror, pinned by digest.

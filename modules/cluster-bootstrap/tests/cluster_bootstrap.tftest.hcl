@@ -125,6 +125,12 @@ run "bootstrap" {
     condition     = length(output.rbac_proxy_sidecars["Deployment/${var.namespace}/${var.web_deployment}"].config_hash) == 64 && output.rbac_proxy_sidecars["Deployment/${var.namespace}/${var.web_deployment}"].listen_port == 8443
     error_message = "rbac_proxy_sidecars: want the web Deployment's proxy on 8443 with a config hash, got ${jsonencode(output.rbac_proxy_sidecars)}"
   }
+  # The reconciler keeps what the module made: the caBundles, the profile
+  # and the sidecar (each recorded, with RBAC on exactly these names).
+  assert {
+    condition     = length(kmshealth_reconciler.this[0].ca_bundles) == 2 && length(kmshealth_reconciler.this[0].tls_profiles) == 1 && length(kmshealth_reconciler.this[0].rbac_proxy_sidecars) == 1
+    error_message = "the reconciler should keep 2 caBundles, 1 TLS profile and 1 rbac proxy sidecar, got ${jsonencode(kmshealth_reconciler.this[0].ca_bundles)}, ${length(kmshealth_reconciler.this[0].tls_profiles)} profiles, ${length(kmshealth_reconciler.this[0].rbac_proxy_sidecars)} sidecars"
+  }
   # No reporter pod can run here, so no node has reported: the gate is
   # closed and says why.
   assert {
