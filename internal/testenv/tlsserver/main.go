@@ -74,7 +74,7 @@ func readProfile(path, want string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("inotify: %w", err)
 	}
-	defer unix.Close(fd)
+	defer func() { _ = unix.Close(fd) }()
 	if _, err := unix.InotifyAddWatch(fd, filepath.Dir(path), unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_CLOSE_WRITE); err != nil {
 		return nil, fmt.Errorf("watch %s: %w", filepath.Dir(path), err)
 	}
