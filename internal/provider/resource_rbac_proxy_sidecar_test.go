@@ -1,17 +1,13 @@
 package provider
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -36,9 +32,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/rbacproxy"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
 )
@@ -684,121 +679,36 @@ func freePort(t *testing.T) int {
 	return port
 }
 
-// lockedBuffer collects a process's output from two pipes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // runProxyAsApplied runs the sidecar as the API server holds it, as a
-// local process, and reports who got through that should not have, and
+// local process (devenv.StartRBACProxy: exactly the applied arguments and
+// config file), and reports who got through that should not have, and
 // who did not that should have.
 func runProxyAsApplied(t *testing.T, bin, ns, name string, upstream *upstreamServer, callers proxyCallers) error {
 	t.Helper()
 	ctx := context.Background()
 	cs := env.Clientset()
-	target := rbacproxy.Target{Kind: rbacproxy.KindDeployment, Namespace: ns, Name: name}
-	tmpl, _, err := liveWorkload(target.Kind, ns, name)
+	sidecar, err := devenv.AppliedRBACProxy(ctx, cs, rbacproxy.Target{Kind: rbacproxy.KindDeployment, Namespace: ns, Name: name})
 	if err != nil {
 		return err
 	}
-	ctr := sidecarIn(tmpl)
-	if ctr == nil {
-		return fmt.Errorf("%s has no sidecar", target)
-	}
-	cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, rbacproxy.ObjectName(target), metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	dir := t.TempDir()
-	configFile := filepath.Join(dir, rbacproxy.ConfigFileKey)
-	if err := os.WriteFile(configFile, []byte(cm.Data[rbacproxy.ConfigFileKey]), 0o600); err != nil {
-		return err
-	}
-	t.Logf("config file as applied:\n%s", cm.Data[rbacproxy.ConfigFileKey])
-
-	// Exactly the applied arguments; only the config file's path and the
-	// listen host change (the pod's 0.0.0.0 becomes loopback).
-	var args []string
-	var listenAddr, healthPort string
-	for _, a := range ctr.Args {
-		switch {
-		case strings.HasPrefix(a, "--secure-listen-address=0.0.0.0:"):
-			listenAddr = "127.0.0.1:" + strings.TrimPrefix(a, "--secure-listen-address=0.0.0.0:")
-			a = "--secure-listen-address=" + listenAddr
-		case a == "--config-file="+rbacproxy.ConfigFilePath:
-			a = "--config-file=" + configFile
-		case strings.HasPrefix(a, "--proxy-endpoints-port="):
-			healthPort = strings.TrimPrefix(a, "--proxy-endpoints-port=")
-		case strings.HasPrefix(a, "--tls-cert-file=") || strings.HasPrefix(a, "--tls-private-key-file="):
-			return fmt.Errorf("unexpected TLS file argument %s: this test serves the self-signed default", a)
-		}
-		args = append(args, a)
-	}
-	if listenAddr == "" || healthPort == "" {
-		return fmt.Errorf("the applied args %q have no secure listen address or health port", ctr.Args)
+	t.Logf("config file as applied:\n%s", sidecar.Config)
+	// The binding in effect before the first request (the proxy caches
+	// decisions, so a request racing RBAC would stick).
+	if err := waitAllowed(ns, sidecar.ServiceAccount, "authentication.k8s.io", "tokenreviews", "", ""); err != nil {
+		return fmt.Errorf("the resource's binding to %s: %w", rbacproxy.AuthDelegatorClusterRole, err)
 	}
 	// The workload's ServiceAccount: only the resource's binding to
 	// system:auth-delegator lets it create TokenReviews and SARs.
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: env.Host, CertificateAuthorityData: env.CAPEM}
-	kc.AuthInfos["web"] = &clientcmdapi.AuthInfo{Token: testenv.ServiceAccountToken(t, cs, ns, tmpl.Spec.ServiceAccountName)}
-	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "web"}
-	kc.CurrentContext = "test"
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+	proxy, err := devenv.StartRBACProxy(ctx, devenv.RBACProxyOptions{
+		Bin: bin, Sidecar: sidecar, Dir: t.TempDir(),
+		Server: env.Host, CAPEM: env.CAPEM, Token: testenv.ServiceAccountToken(t, cs, ns, sidecar.ServiceAccount),
+	})
+	if err != nil {
 		return err
 	}
-	args = append(args, "--kubeconfig="+kubeconfig)
-
-	// The binding in effect before the first request (the proxy caches
-	// decisions, so a request racing RBAC would stick).
-	if err := waitAllowed(ns, tmpl.Spec.ServiceAccountName, "authentication.k8s.io", "tokenreviews", "", ""); err != nil {
-		return fmt.Errorf("the resource's binding to %s: %w", rbacproxy.AuthDelegatorClusterRole, err)
-	}
-
-	var out lockedBuffer
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	defer func() { _ = cmd.Process.Kill(); <-exited }()
-	insecure := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the proxy's self-signed certificate
-	healthURL := "https://127.0.0.1:" + healthPort + rbacproxy.HealthPath
-	// A process has no watch: poll its health endpoint, bounded.
-	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		select {
-		case <-exited:
-			return false, fmt.Errorf("kube-rbac-proxy exited: %s", out.String())
-		default:
-		}
-		resp, err := insecure.Get(healthURL)
-		if err != nil {
-			return false, nil //nolint:nilerr // not listening yet: try again
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	}); err != nil {
-		return fmt.Errorf("kube-rbac-proxy not healthy at %s: %w\n%s", healthURL, err, out.String())
-	}
+	defer proxy.Stop()
 
 	var errs []error
-	base := "https://" + listenAddr
 	for _, c := range []struct {
 		what, method, path, token string
 		want                      int
@@ -811,31 +721,21 @@ func runProxyAsApplied(t *testing.T, bin, ns, name string, upstream *upstreamSer
 		{"an invalid token", http.MethodGet, "/metrics", "not-a-token", http.StatusUnauthorized},
 		{"no token on an ignored path", http.MethodGet, "/public/info", "", http.StatusOK},
 	} {
-		req, err := http.NewRequestWithContext(ctx, c.method, base+c.path, nil)
-		if err != nil {
-			return err
-		}
-		if c.token != "" {
-			req.Header.Set("Authorization", "Bearer "+c.token)
-		}
-		resp, err := insecure.Do(req)
-		if err != nil {
+		code, body, err := proxy.Do(ctx, c.method, c.path, c.token)
+		switch {
+		case err != nil:
 			errs = append(errs, fmt.Errorf("%s: %w", c.what, err))
-			continue
-		}
-		body, _ := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		if resp.StatusCode != c.want {
-			errs = append(errs, fmt.Errorf("%s: %s %s got %d %q, want %d", c.what, c.method, c.path, resp.StatusCode, body, c.want))
-		} else {
-			t.Logf("%s: %s %s → %d", c.what, c.method, c.path, resp.StatusCode)
+		case code != c.want:
+			errs = append(errs, fmt.Errorf("%s: %s %s got %d %q, want %d", c.what, c.method, c.path, code, body, c.want))
+		default:
+			t.Logf("%s: %s %s → %d", c.what, c.method, c.path, code)
 		}
 	}
 	if got, want := upstream.requests(), []string{"GET /metrics", "GET /public/info"}; !slices.Equal(got, want) {
 		errs = append(errs, fmt.Errorf("the upstream saw %q, want only the allowed requests %q", got, want))
 	}
 	// tls_profile (Modern) set --tls-min-version=VersionTLS13.
-	conn, err := tls.Dial("tcp", listenAddr, &tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS12}) //nolint:gosec // only the version is under test
+	conn, err := tls.Dial("tcp", strings.TrimPrefix(proxy.URL, "https://"), &tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS12}) //nolint:gosec // only the version is under test
 	if err == nil {
 		_ = conn.Close()
 		errs = append(errs, errors.New("a TLS 1.2 client connected, want it refused by the Modern profile's minimum of TLS 1.3"))
@@ -843,7 +743,7 @@ func runProxyAsApplied(t *testing.T, bin, ns, name string, upstream *upstreamSer
 		t.Logf("a TLS 1.2 client is refused: %v", err)
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("kube-rbac-proxy %q as applied: %w\n%s", args, errors.Join(errs...), out.String())
+		return fmt.Errorf("kube-rbac-proxy %q as applied: %w\n%s", proxy.Args, errors.Join(errs...), proxy.Output.String())
 	}
 	return nil
 }
