@@ -60,6 +60,30 @@ module "cluster_bootstrap" {
       rollout_targets = var.tls_profile.rollout_targets
     }
   }
+
+  # kube-rbac-proxy in front of a workload's HTTP API: a caller needs RBAC
+  # get on services/proxy <name> in its namespace (a TokenReview and a
+  # SubjectAccessReview per request); the ignored paths (e.g. a health
+  # check) are served without a token. The reconciler puts the sidecar
+  # back when an installer's replace removes it.
+  rbac_proxy_sidecars = var.protected_api == null ? [] : [{
+    kind          = var.protected_api.kind
+    namespace     = var.protected_api.namespace
+    name          = var.protected_api.name
+    upstream_port = var.protected_api.upstream_port
+    listen_port   = var.protected_api.listen_port
+    health_port   = var.protected_api.health_port
+    ignore_paths  = var.protected_api.ignore_paths
+    tls_profile   = var.tls_profile == null ? null : "default"
+    authorization = {
+      resource_attributes = {
+        namespace   = var.protected_api.namespace
+        resource    = "services"
+        subresource = "proxy"
+        name        = var.protected_api.name
+      }
+    }
+  }]
 }
 
 # Stands in for whatever rotates the key encryption key (a new cloud KMS key

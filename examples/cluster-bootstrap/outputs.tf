@@ -41,3 +41,8 @@ output "tls_profile" {
     is_openshift    = module.cluster_bootstrap.tls_profiles["default"].is_openshift
   }
 }
+
+output "protected_api" {
+  description = "The kube-rbac-proxy in front of protected_api: the ServiceAccount it reviews tokens as and the port callers reach the API on."
+  value       = var.protected_api == null ? null : one(values(module.cluster_bootstrap.rbac_proxy_sidecars))
+}

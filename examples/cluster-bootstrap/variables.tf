@@ -100,3 +100,17 @@ variable "tls_profile_type" {
   type        = string
   default     = "Intermediate"
 }
+
+variable "protected_api" {
+  description = "A workload (Deployment, StatefulSet or DaemonSet, existing) whose HTTP API, served on 127.0.0.1:upstream_port, gets kube-rbac-proxy in front: callers need RBAC get on services/proxy <name> in <namespace>, except on ignore_paths; null: none."
+  type = object({
+    kind          = optional(string, "Deployment")
+    namespace     = string
+    name          = string
+    upstream_port = optional(number, 8080)
+    listen_port   = optional(number, 8443)
+    health_port   = optional(number, 8444)
+    ignore_paths  = optional(list(string), ["/healthz"])
+  })
+  default = null
+}

@@ -4,7 +4,10 @@
 // modules/cluster-bootstrap) with Terraform (or OpenTofu: DEMO_CLI=tofu),
 // corrupts the caBundle out of band, shows the next plan catching it,
 // restores it, then runs the same binary in reconcile mode and shows it
-// restoring corruptions within milliseconds; then three simulated
+// restoring corruptions within milliseconds; kube-rbac-proxy, injected as a
+// sidecar into a sample api Deployment, runs as a local process exactly as
+// applied and answers 200/403/401 (and 200 on an ignored path), and the
+// reconciler puts the sidecar back after a `kubectl replace`; then three simulated
 // control-plane nodes report KMS v2 plugin health, the data source gates a
 // key rotation, a plugin turns unhealthy and the gated plan stops; finally
 // it destroys and tears down.
@@ -29,6 +32,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -119,10 +123,19 @@ func run(ctx context.Context) error {
 	}
 	cli.Stdout = os.Stdout
 	ca, rogue := demoCA("demo packaging CA"), demoCA("a stale CA from an old installer")
-	step("Creating the reconciler's namespace and a web Deployment that consumes the TLS profile, as the platform's own code would")
+	step("Creating the reconciler's namespace, a web Deployment that consumes the TLS profile and an api Deployment to protect, as the platform's own code would")
 	if err := demoWorkloads(ctx, env); err != nil {
 		return err
 	}
+	ports, err := pickAPIPorts()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = ports.upstream.Close() }()
+	if err := createDemoAPI(ctx, env.Clientset(), ports.upstreamPort); err != nil {
+		return err
+	}
+	fmt.Printf("Deployment %s/%s serves its API on 127.0.0.1:%d (ports are free ones of this machine: the proxy runs here as a process)\n", demoAPINamespace, demoAPIDeployment, ports.upstreamPort)
 	// No kubelet runs here (the reconciler and the reporters run as
 	// processes below), so no pod would ever roll out: do not wait for one.
 	// The demo's aggregated API has no server behind it, and an unavailable
@@ -133,6 +146,8 @@ func run(ctx context.Context) error {
 		"kubeconfig_path": env.Kubeconfig, "apiservice_name": apiserviceName, "ca_bundle": ca, "wait_for_rollout": false,
 		"create_reconciler_namespace": false,
 		"tls_profile":                 map[string]any{"namespace": demoWebNamespace, "rollout_targets": []map[string]string{{"kind": "Deployment", "namespace": demoWebNamespace, "name": demoWebDeployment}}},
+		"protected_api": map[string]any{"namespace": demoAPINamespace, "name": demoAPIDeployment,
+			"upstream_port": ports.upstreamPort, "listen_port": ports.listen, "health_port": ports.health},
 	})
 	if err := os.WriteFile(filepath.Join(cli.Dir, "demo.auto.tfvars.json"), vars, 0o600); err != nil {
 		return err
@@ -156,6 +171,10 @@ func run(ctx context.Context) error {
 
 	step("A plan right after apply is empty")
 	if err := runCLI(ctx, cli, 0, "plan", "-input=false", "-compact-warnings", "-detailed-exitcode"); err != nil {
+		return err
+	}
+
+	if err := rbacProxyMatrix(ctx, env, ports); err != nil {
 		return err
 	}
 
@@ -203,6 +222,10 @@ func run(ctx context.Context) error {
 		rec.Stop()
 		return err
 	}
+	if err := rbacProxyRestore(ctx, env, ports.upstreamPort); err != nil {
+		rec.Stop()
+		return err
+	}
 	err = kmsHealth(ctx, cli, env, filepath.Join(work, "bin", "terraform-provider-kmshealth"))
 	rec.Stop()
 	if err != nil {
@@ -213,13 +236,17 @@ func run(ctx context.Context) error {
 		return err
 	}
 
-	step("%s destroy releases the caBundle and annotation, deletes the inline ConfigMap and the TLS profile ConfigMap (releasing the web Deployment's hash annotation), uninstalls the reconciler and the reporter (CRD and conditions included)", cliName)
+	step("%s destroy releases the caBundle and annotation, deletes the inline ConfigMap and the TLS profile ConfigMap (releasing the web Deployment's hash annotation), removes the api's kube-rbac-proxy sidecar (its ConfigMap and binding too), uninstalls the reconciler and the reporter (CRD and conditions included)", cliName)
 	if err := runCLI(ctx, cli, 0, "destroy", "-auto-approve", "-input=false", "-compact-warnings"); err != nil {
 		return err
 	}
 	if err := show(ctx, agg); err != nil {
 		return err
 	}
+	if _, err := devenv.AppliedRBACProxy(ctx, env.Clientset(), demoAPITarget); err == nil {
+		return fmt.Errorf("%s still has the kube-rbac-proxy sidecar after destroy", demoAPITarget)
+	}
+	fmt.Printf("Deployment %s/%s: no kube-rbac-proxy sidecar left\n", demoAPINamespace, demoAPIDeployment)
 
 	if os.Getenv("DEMO_KEEP") != "" {
 		step("Control plane left running: export KUBECONFIG=%s (Ctrl-C to stop)", env.Kubeconfig)
@@ -421,13 +448,24 @@ func startReconciler(ctx context.Context, bin string, env *testenv.Env) (*devenv
 	if err != nil {
 		return nil, err
 	}
-	p, err := devenv.StartReconcile(ctx, bin, logf, env.Token, "--kubeconfig="+env.Kubeconfig,
-		"--namespace="+reconcilerNamespace, "--record-configmap="+reconcilerinstall.DefaultName+"-record",
-		"--kms-max-staleness="+(kmshealth.StalenessFactor*reportInterval).String())
+	// The sidecars to keep, as kmshealth_reconciler passes them to its pods.
+	installed, err := env.Clientset().AppsV1().Deployments(reconcilerNamespace).Get(ctx, reconcilerinstall.DefaultName, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var sidecars []string
+	for _, a := range installed.Spec.Template.Spec.Containers[0].Args {
+		if strings.HasPrefix(a, "--rbac-proxy-configmaps=") {
+			sidecars = append(sidecars, a)
+		}
+	}
+	p, err := devenv.StartReconcile(ctx, bin, logf, env.Token, append([]string{"--kubeconfig=" + env.Kubeconfig,
+		"--namespace=" + reconcilerNamespace, "--record-configmap=" + reconcilerinstall.DefaultName + "-record",
+		"--kms-max-staleness=" + (kmshealth.StalenessFactor * reportInterval).String()}, sidecars...)...)
 	if err != nil {
 		return nil, fmt.Errorf("%w; see %s", err, logf.Name())
 	}
-	fmt.Printf("reconciler ready: metrics on %s, log %s\n", p.MetricsURL, logf.Name())
+	fmt.Printf("reconciler ready: metrics on %s, log %s, keeping %s\n", p.MetricsURL, logf.Name(), strings.Join(sidecars, " "))
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	leases := dynamic.NewForConfigOrDie(env.RESTConfig()).Resource(coordinationv1.SchemeGroupVersion.WithResource("leases")).Namespace(reconcilerNamespace)
@@ -564,9 +602,23 @@ func tlsProfileChange(ctx context.Context, cli *devenv.CLI, env *testenv.Env) er
 	if err := showWebProfile(ctx, env); err != nil {
 		return err
 	}
-	step("%s apply -var tls_profile_type=Modern: the profile changes, and with it the hash that rolls the web pods", cli.Name)
+	step("%s apply -var tls_profile_type=Modern: the profile changes, and with it the hash that rolls the web pods and the api proxy's listener", cli.Name)
 	if err := runCLI(ctx, cli, 0, "apply", "-auto-approve", "-input=false", "-compact-warnings", "-var", "tls_profile_type=Modern"); err != nil {
 		return err
 	}
-	return showWebProfile(ctx, env)
+	if err := showWebProfile(ctx, env); err != nil {
+		return err
+	}
+	sidecar, err := devenv.AppliedRBACProxy(ctx, env.Clientset(), demoAPITarget)
+	if err != nil {
+		return err
+	}
+	var tlsArgs []string
+	for _, a := range sidecar.Args {
+		if strings.HasPrefix(a, "--tls-") {
+			tlsArgs = append(tlsArgs, a)
+		}
+	}
+	fmt.Printf("Deployment %s/%s kube-rbac-proxy sidecar: %s\n", demoAPINamespace, demoAPIDeployment, strings.Join(tlsArgs, " "))
+	return nil
 }
