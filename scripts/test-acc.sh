@@ -3,9 +3,30 @@
 # test API server, prints a one-line summary, and fails when a test failed,
 # when none ran, or when any was skipped: skipped acceptance tests are not
 # coverage.
+#
+# Given several CLIs (scripts/test-acc.sh terraform tofu), it runs them at
+# the same time, each with its own API servers, and prints each one's
+# output when it is done: the acceptance tests mostly wait on the CLIs and
+# the API server, so two runs fit in the time of one and a half.
 set -euo pipefail
-cli=${1:?usage: $0 terraform|tofu}
 cd "$(dirname "$0")/.."
+if [ $# -gt 1 ]; then
+  out=$(mktemp -d)
+  trap 'rm -rf "$out"' EXIT
+  for c in "$@"; do bash tools/install.sh "$c" >/dev/null; done # build each CLI once, before the runs
+  clis=("$@") pids=()
+  for c in "$@"; do
+    "$0" "$c" >"$out/$c" 2>&1 &
+    pids+=($!)
+  done
+  rc=0
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || rc=1
+    cat "$out/${clis[$i]}"
+  done
+  exit "$rc"
+fi
+cli=${1:?usage: $0 terraform|tofu [terraform|tofu]}
 bin=$(bash tools/install.sh "$cli")
 KMSHEALTH_KUBE_TESTSERVER=$(bash tools/install.sh kube-testserver)
 # The real kube-rbac-proxy the rbac proxy sidecar's end-to-end test runs.
