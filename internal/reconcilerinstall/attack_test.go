@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 
@@ -35,10 +36,6 @@ func TestReconcilerAttacks(t *testing.T) {
 	for _, ns := range []string{"rec-attack", "rec-attack-src"} {
 		createNamespace(t, core, ns)
 	}
-	if _, err := core.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-r"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = core.CoreV1().Nodes().Delete(context.Background(), "node-r", metav1.DeleteOptions{}) })
 	ca := testpki.MustCertPEM("attack CA", testpki.Options{})
 	for _, name := range []string{"api-ca", "other"} {
 		if _, err := core.CoreV1().Secrets("rec-attack-src").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string][]byte{"ca.crt": ca}}, metav1.CreateOptions{}); err != nil {
@@ -61,7 +58,7 @@ func TestReconcilerAttacks(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cfg := testenv.AsToken(env.RESTConfig(), testenv.PodToken(t, core, c.Namespace, c.ServiceAccountName(), "node-r"))
+	cfg := asReconciler(t, c)
 	asCore := kubernetes.NewForConfigOrDie(cfg)
 	asAgg := aggregator.NewForConfigOrDie(cfg).ApiregistrationV1()
 	asDyn := dynamic.NewForConfigOrDie(cfg)
@@ -159,6 +156,19 @@ func TestReconcilerAttacks(t *testing.T) {
 	if err := bundle(managed.Name); err != nil {
 		t.Errorf("with widened RBAC, the reconciler can no longer write the caBundle it keeps: %v", err)
 	}
+}
+
+// asReconciler is a client configuration with the reconciler's real token,
+// bound to a pod on a Node made for the test, as the kubelet requests it.
+func asReconciler(t *testing.T, c Config) *rest.Config {
+	t.Helper()
+	nodes := env.Clientset().CoreV1().Nodes()
+	node := "node-" + c.Namespace
+	if _, err := nodes.Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = nodes.Delete(context.Background(), node, metav1.DeleteOptions{}) })
+	return testenv.AsToken(env.RESTConfig(), testenv.PodToken(t, env.Clientset(), c.Namespace, c.ServiceAccountName(), node))
 }
 
 // createAPIService creates an aggregated APIService (with spec.service)

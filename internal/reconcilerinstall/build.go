@@ -196,10 +196,7 @@ func BuildEventsRole(c Config) *rbacv1ac.RoleApplyConfiguration {
 
 // BuildEventsRoleBinding binds the events Role.
 func BuildEventsRoleBinding(c Config) *rbacv1ac.RoleBindingApplyConfiguration {
-	return rbacv1ac.RoleBinding(c.EventsRoleName(), EventsNamespace).
-		WithLabels(c.Labels(ComponentEvents)).
-		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(c.EventsRoleName())).
-		WithSubjects(c.subject())
+	return c.roleBinding(c.EventsRoleName(), EventsNamespace, ComponentEvents)
 }
 
 // BuildRecord is the reconciler's record of what it keeps: one entry per
@@ -285,10 +282,7 @@ func BuildRBACProxiesRole(c Config, ns string) *rbacv1ac.RoleApplyConfiguration 
 
 // BuildRBACProxiesRoleBinding binds the rbac proxies Role in ns.
 func BuildRBACProxiesRoleBinding(c Config, ns string) *rbacv1ac.RoleBindingApplyConfiguration {
-	return rbacv1ac.RoleBinding(c.RBACProxyRoleName(), ns).
-		WithLabels(c.Labels(ComponentRBACProxies)).
-		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(c.RBACProxyRoleName())).
-		WithSubjects(c.subject())
+	return c.roleBinding(c.RBACProxyRoleName(), ns, ComponentRBACProxies)
 }
 
 // tlsProfileRecordPrefix prefixes the record's TLS profile keys:
@@ -367,18 +361,20 @@ func BuildTLSProfilesRole(c Config, ns string) *rbacv1ac.RoleApplyConfiguration 
 
 // BuildTLSProfilesRoleBinding binds the TLS profiles Role in ns.
 func BuildTLSProfilesRoleBinding(c Config, ns string) *rbacv1ac.RoleBindingApplyConfiguration {
-	return rbacv1ac.RoleBinding(c.TLSProfileRoleName(), ns).
-		WithLabels(c.Labels(ComponentTLSProfiles)).
-		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(c.TLSProfileRoleName())).
+	return c.roleBinding(c.TLSProfileRoleName(), ns, ComponentTLSProfiles)
+}
+
+// roleBinding binds the Role name in ns to the ServiceAccount.
+func (c Config) roleBinding(name, ns, component string) *rbacv1ac.RoleBindingApplyConfiguration {
+	return rbacv1ac.RoleBinding(name, ns).
+		WithLabels(c.Labels(component)).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(name)).
 		WithSubjects(c.subject())
 }
 
 // BuildLeaderRoleBinding binds the leader-election Role.
 func BuildLeaderRoleBinding(c Config) *rbacv1ac.RoleBindingApplyConfiguration {
-	return rbacv1ac.RoleBinding(c.LeaderElectionRoleName(), c.Namespace).
-		WithLabels(c.Labels(ComponentLeaderElect)).
-		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(c.LeaderElectionRoleName())).
-		WithSubjects(c.subject())
+	return c.roleBinding(c.LeaderElectionRoleName(), c.Namespace, ComponentLeaderElect)
 }
 
 // resourceOf is the RBAC resource of a source kind.
@@ -434,10 +430,7 @@ func BuildSourcesRole(c Config, ns string) *rbacv1ac.RoleApplyConfiguration {
 
 // BuildSourcesRoleBinding binds the sources Role in ns to the ServiceAccount.
 func BuildSourcesRoleBinding(c Config, ns string) *rbacv1ac.RoleBindingApplyConfiguration {
-	return rbacv1ac.RoleBinding(c.SourcesRoleName(), ns).
-		WithLabels(c.Labels(ComponentSources)).
-		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(c.SourcesRoleName())).
-		WithSubjects(c.subject())
+	return c.roleBinding(c.SourcesRoleName(), ns, ComponentSources)
 }
 
 // Args are the reconciler's command line: the binary's reconcile mode,

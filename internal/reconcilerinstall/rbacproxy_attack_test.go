@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -26,10 +25,6 @@ func TestReconcilerRBACProxyAttacks(t *testing.T) {
 	for _, ns := range []string{"krp-attack", "krp-attack-app"} {
 		createNamespace(t, core, ns)
 	}
-	if _, err := core.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-krp"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = core.CoreV1().Nodes().Delete(context.Background(), "node-krp", metav1.DeleteOptions{}) })
 	createDeployment(t, core, "krp-attack-app", "api")
 	createDeployment(t, core, "krp-attack-app", "other")
 	cfg := rbacproxy.Config{
@@ -50,7 +45,7 @@ func TestReconcilerRBACProxyAttacks(t *testing.T) {
 	mustApply(t, c)
 	t.Cleanup(func() { _ = Delete(context.Background(), clients(), c.Namespace, c.Name, false) })
 
-	asCore := kubernetes.NewForConfigOrDie(testenv.AsToken(env.RESTConfig(), testenv.PodToken(t, core, c.Namespace, c.ServiceAccountName(), "node-krp")))
+	asCore := kubernetes.NewForConfigOrDie(asReconciler(t, c))
 	workloads := c.PolicyName("workloads")
 	// sidecar is the reconciler's own write, changed by mutate first.
 	sidecar := func(name string, mutate func(*appsv1ac.DeploymentApplyConfiguration), opts metav1.ApplyOptions) error {

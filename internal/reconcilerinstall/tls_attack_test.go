@@ -29,10 +29,6 @@ func TestReconcilerTLSProfileAttacks(t *testing.T) {
 	for _, ns := range []string{"tls-attack", "tls-attack-app"} {
 		createNamespace(t, core, ns)
 	}
-	if _, err := core.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-tls"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = core.CoreV1().Nodes().Delete(context.Background(), "node-tls", metav1.DeleteOptions{}) })
 	for _, name := range []string{"web", "other"} {
 		createDeployment(t, core, "tls-attack-app", name)
 	}
@@ -54,7 +50,7 @@ func TestReconcilerTLSProfileAttacks(t *testing.T) {
 	mustApply(t, c)
 	t.Cleanup(func() { _ = Delete(context.Background(), clients(), c.Namespace, c.Name, false) })
 
-	cfg := testenv.AsToken(env.RESTConfig(), testenv.PodToken(t, core, c.Namespace, c.ServiceAccountName(), "node-tls"))
+	cfg := asReconciler(t, c)
 	asCore := kubernetes.NewForConfigOrDie(cfg)
 	asDyn := dynamic.NewForConfigOrDie(cfg)
 	workloads, configmaps := c.PolicyName("workloads"), c.PolicyName("tls-profile-configmaps")
