@@ -38,6 +38,14 @@ type PolicyRule struct {
 	MessageCEL string // one computed by CEL
 }
 
+// UnchangedBut is a CEL expression that holds when the maps newMap and
+// oldMap (CEL expressions) differ at most at the keys in except (a CEL
+// list expression): no other key added, removed or changed. The policies
+// say field by field what an identity may change with it.
+func UnchangedBut(newMap, oldMap, except string) string {
+	return fmt.Sprintf("%[1]s.all(k, k in %[3]s || (k in %[2]s && %[1]s[k] == %[2]s[k])) && %[2]s.all(k, k in %[3]s || k in %[1]s)", newMap, oldMap, except)
+}
+
 // ValidatingAdmissionPolicy is the policy's apply configuration. It fails
 // closed: an expression that errors denies.
 func (p Policy) ValidatingAdmissionPolicy() *admissionregistrationv1ac.ValidatingAdmissionPolicyApplyConfiguration {

@@ -1,7 +1,6 @@
 package reconcilerinstall
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -66,19 +65,16 @@ func APIServicePolicy(c Config) install.Policy {
 				Message:    "the kmshealth reconciler may write only the APIServices it keeps (kmshealth_reconciler ca_bundles)",
 			},
 			{
-				Expression: "variables.newSpec.all(k, k == 'caBundle' || (k in variables.oldSpec && variables.newSpec[k] == variables.oldSpec[k])) && " +
-					"variables.oldSpec.all(k, k == 'caBundle' || k in variables.newSpec)",
-				Message: "the kmshealth reconciler may change only spec.caBundle",
+				Expression: install.UnchangedBut("variables.newSpec", "variables.oldSpec", "['caBundle']"),
+				Message:    "the kmshealth reconciler may change only spec.caBundle",
 			},
 			{
-				Expression: "variables.newMeta.all(k, k in variables.volatile || (k in variables.oldMeta && variables.newMeta[k] == variables.oldMeta[k])) && " +
-					"variables.oldMeta.all(k, k in variables.volatile || k in variables.newMeta)",
-				Message: "the kmshealth reconciler may change no metadata but the " + cabundle.SourceAnnotation + " annotation",
+				Expression: install.UnchangedBut("variables.newMeta", "variables.oldMeta", "variables.volatile"),
+				Message:    "the kmshealth reconciler may change no metadata but the " + cabundle.SourceAnnotation + " annotation",
 			},
 			{
-				Expression: "variables.newAnn.all(k, k == variables.own || (k in variables.oldAnn && variables.newAnn[k] == variables.oldAnn[k])) && " +
-					"variables.oldAnn.all(k, k == variables.own || k in variables.newAnn)",
-				Message: "the kmshealth reconciler may change only the " + cabundle.SourceAnnotation + " annotation",
+				Expression: install.UnchangedBut("variables.newAnn", "variables.oldAnn", "[variables.own]"),
+				Message:    "the kmshealth reconciler may change only the " + cabundle.SourceAnnotation + " annotation",
 			},
 		},
 	}
@@ -105,13 +101,12 @@ func KMSStatusPolicy(c Config) install.Policy {
 		},
 		Rules: []install.PolicyRule{
 			{
-				Expression: "object.all(k, k in ['status', 'metadata'] || (k in oldObject && object[k] == oldObject[k])) && oldObject.all(k, k in ['status', 'metadata'] || k in object)",
+				Expression: install.UnchangedBut("object", "oldObject", "['status', 'metadata']"),
 				Message:    "the kmshealth reconciler may change only .status",
 			},
 			{
-				Expression: "variables.newStatus.all(k, k == 'conditions' || (k in variables.oldStatus && variables.newStatus[k] == variables.oldStatus[k])) && " +
-					"variables.oldStatus.all(k, k == 'conditions' || k in variables.newStatus)",
-				Message: "the kmshealth reconciler may change only .status.conditions",
+				Expression: install.UnchangedBut("variables.newStatus", "variables.oldStatus", "['conditions']"),
+				Message:    "the kmshealth reconciler may change only .status.conditions",
 			},
 			{
 				Expression: "variables.newOthers.all(c, c in variables.oldOthers) && " +
@@ -120,13 +115,6 @@ func KMSStatusPolicy(c Config) install.Policy {
 			},
 		},
 	}
-}
-
-// unchangedBut is a CEL expression that holds when the maps newMap and
-// oldMap (CEL expressions) differ at most at the keys in except (a CEL
-// list): no other key added, removed or changed.
-func unchangedBut(newMap, oldMap, except string) string {
-	return fmt.Sprintf("%[1]s.all(k, k in %[3]s || (k in %[2]s && %[1]s[k] == %[2]s[k])) && %[2]s.all(k, k in %[3]s || k in %[1]s)", newMap, oldMap, except)
 }
 
 // volatileMeta are the metadata fields the API server changes on every
@@ -162,9 +150,9 @@ func TLSConfigMapPolicy(c Config) install.Policy {
 				Expression: "request.namespace + '/' + request.name in " + celList(ids),
 				Message:    "the kmshealth reconciler may write only the TLS profile ConfigMaps it keeps (kmshealth_reconciler tls_profiles)",
 			},
-			{Expression: unchangedBut("variables.newObj", "variables.oldObj", "['data', 'metadata']"), Message: "the kmshealth reconciler may change only data." + tlsprofile.DocumentKey},
-			{Expression: unchangedBut("variables.newData", "variables.oldData", celList([]string{tlsprofile.DocumentKey})), Message: "the kmshealth reconciler may change only data." + tlsprofile.DocumentKey},
-			{Expression: unchangedBut("variables.newObj.metadata", "variables.oldObj.metadata", volatileMeta), Message: "the kmshealth reconciler may change no metadata of a TLS profile ConfigMap (its spec and rollout targets are the user's)"},
+			{Expression: install.UnchangedBut("variables.newObj", "variables.oldObj", "['data', 'metadata']"), Message: "the kmshealth reconciler may change only data." + tlsprofile.DocumentKey},
+			{Expression: install.UnchangedBut("variables.newData", "variables.oldData", celList([]string{tlsprofile.DocumentKey})), Message: "the kmshealth reconciler may change only data." + tlsprofile.DocumentKey},
+			{Expression: install.UnchangedBut("variables.newObj.metadata", "variables.oldObj.metadata", volatileMeta), Message: "the kmshealth reconciler may change no metadata of a TLS profile ConfigMap (its spec and rollout targets are the user's)"},
 		},
 	}
 }
@@ -259,14 +247,14 @@ func WorkloadPolicy(c Config) install.Policy {
 				Expression: "variables.tls || variables.proxy",
 				Message:    "the kmshealth reconciler may write only the workloads it keeps (kmshealth_reconciler tls_profiles rollout targets and rbac_proxy_sidecars)",
 			},
-			{Expression: unchangedBut("variables.newObj", "variables.oldObj", "['spec', 'metadata', 'status']"), Message: only},
-			{Expression: unchangedBut("variables.newObj.metadata", "variables.oldObj.metadata", volatileMeta), Message: "the kmshealth reconciler may change no metadata of a workload"},
-			{Expression: unchangedBut("variables.newObj.spec", "variables.oldObj.spec", "['template']"), Message: only},
-			{Expression: unchangedBut("variables.newTmpl", "variables.oldTmpl", "['metadata', 'spec']"), Message: only},
-			{Expression: unchangedBut("variables.newTmplMeta", "variables.oldTmplMeta", "['annotations']"), Message: only},
-			{Expression: unchangedBut("variables.newAnn", "variables.oldAnn", "variables.annKeys"), Message: only},
+			{Expression: install.UnchangedBut("variables.newObj", "variables.oldObj", "['spec', 'metadata', 'status']"), Message: only},
+			{Expression: install.UnchangedBut("variables.newObj.metadata", "variables.oldObj.metadata", volatileMeta), Message: "the kmshealth reconciler may change no metadata of a workload"},
+			{Expression: install.UnchangedBut("variables.newObj.spec", "variables.oldObj.spec", "['template']"), Message: only},
+			{Expression: install.UnchangedBut("variables.newTmpl", "variables.oldTmpl", "['metadata', 'spec']"), Message: only},
+			{Expression: install.UnchangedBut("variables.newTmplMeta", "variables.oldTmplMeta", "['annotations']"), Message: only},
+			{Expression: install.UnchangedBut("variables.newAnn", "variables.oldAnn", "variables.annKeys"), Message: only},
 			{
-				Expression: unchangedBut("variables.newPod", "variables.oldPod", "(variables.proxy ? ['initContainers', 'volumes'] : [])"),
+				Expression: install.UnchangedBut("variables.newPod", "variables.oldPod", "(variables.proxy ? ['initContainers', 'volumes'] : [])"),
 				Message:    only + ", never the pod spec",
 			},
 			{

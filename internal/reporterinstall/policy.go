@@ -67,13 +67,12 @@ func StatusPolicy(c Config) install.Policy {
 				Message:    "a kmshealth reporter's token must be bound to a pod on a node (the user extra authentication.kubernetes.io/node-name is missing)",
 			},
 			{
-				Expression: "object.all(k, k in ['status', 'metadata'] || (k in oldObject && object[k] == oldObject[k])) && oldObject.all(k, k in ['status', 'metadata'] || k in object)",
+				Expression: install.UnchangedBut("object", "oldObject", "['status', 'metadata']"),
 				Message:    "a kmshealth reporter may change only .status",
 			},
 			{
-				Expression: "variables.newStatus.all(k, k == 'conditions' || (k in variables.oldStatus && variables.newStatus[k] == variables.oldStatus[k])) && " +
-					"variables.oldStatus.all(k, k == 'conditions' || k in variables.newStatus)",
-				Message: "a kmshealth reporter may change only .status.conditions",
+				Expression: install.UnchangedBut("variables.newStatus", "variables.oldStatus", "['conditions']"),
+				Message:    "a kmshealth reporter may change only .status.conditions",
 			},
 			{
 				Expression: "size(variables.newOthers) == size(variables.oldOthers) && variables.newOthers.all(c, c in variables.oldOthers)",
