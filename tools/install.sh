@@ -3,12 +3,14 @@
 # checkout, keyed by version, and prints the binary's path. A warm cache costs
 # nothing: the build is skipped when the binary is already there.
 #
-#   tools/install.sh kube-testserver|terraform|tofu|kube-rbac-proxy|tfplugindocs|terraform-docs|golangci-lint|goreleaser
+#   tools/install.sh kube-testserver|terraform|terraform-latest|tofu|kube-rbac-proxy|tfplugindocs|terraform-docs|golangci-lint|goreleaser
 #   tools/install.sh node-packages   (root, Debian/Ubuntu: the node's containerd, runc, CNI plugins)
 set -euo pipefail
 
 KUBE_VERSION=v1.35.4
 TERRAFORM_VERSION=v1.5.7
+# The newest Terraform 1.x the module proxy serves (v1.16.5 and v1.17 are not).
+TERRAFORM_LATEST_VERSION=v1.16.4
 TOFU_VERSION=v1.12.6
 KUBE_RBAC_PROXY_VERSION=v0.19.1 # = the require in tools/kube-rbac-proxy/go.mod and rbacproxy.DefaultImage
 TFPLUGINDOCS_VERSION=v0.24.0
@@ -56,6 +58,25 @@ kube-testserver)
 terraform)
   build terraform "$TERRAFORM_VERSION" "" \
     bash -c 'tmp=$(mktemp -d); GOBIN=$tmp go install -trimpath -ldflags "-s -w" github.com/hashicorp/terraform@$0 && mv $tmp/terraform $1' "$TERRAFORM_VERSION"
+  ;;
+terraform-latest)
+  # Since 1.7 Terraform's go.mod requires nine remote-state backends and
+  # internal/legacy as nested modules at v0.0.0 with local replaces; those
+  # are never published, so neither `go install pkg@version` nor a wrapper
+  # module can resolve them. Build the module's own source instead, with the
+  # backends that live in those unpublished modules (azurerm, consul, cos,
+  # gcs, kubernetes, oci, oss, pg, s3: remote state storage, never used by a
+  # provider's tests) left out of internal/backend/init. Everything a provider
+  # talks to (core, plugin protocol, local state) is Terraform's own code.
+  build terraform "$TERRAFORM_LATEST_VERSION" "-noremote" bash -c '
+    set -euo pipefail
+    go mod download github.com/hashicorp/terraform@$0
+    src=$(go list -m -f "{{.Dir}}" github.com/hashicorp/terraform@$0)
+    tmp=$(mktemp -d); trap "rm -rf $tmp" EXIT
+    cp -r "$src/." "$tmp/" && chmod -R u+w "$tmp" && cd "$tmp"
+    sed -i.orig -E "/backend(Azure|Consul|Cos|GCS|Kubernetes|OCI|OSS|Pg|S3)/d" internal/backend/init/init.go
+    sed -i.orig -E "/github.com\/hashicorp\/terraform\/internal\/(backend\/remote-state\/(azure|consul|cos|gcs|kubernetes|oss|pg|s3|oci)|legacy)( |$)/d" go.mod
+    go build -mod=mod -trimpath -ldflags "-s -w -X github.com/hashicorp/terraform/version.dev=no" -o "$1" .' "$TERRAFORM_LATEST_VERSION"
   ;;
 tofu)
   build tofu "$TOFU_VERSION" "-$(wrapper_digest tofu)" \
@@ -113,7 +134,7 @@ node-packages)
   command -v containerd
   ;;
 *)
-  echo "usage: $0 kube-testserver|terraform|tofu|kube-rbac-proxy|tfplugindocs|terraform-docs|golangci-lint|goreleaser|node-packages" >&2
+  echo "usage: $0 kube-testserver|terraform|terraform-latest|tofu|kube-rbac-proxy|tfplugindocs|terraform-docs|golangci-lint|goreleaser|node-packages" >&2
   exit 2
   ;;
 esac
