@@ -299,7 +299,8 @@ func (r *reconcilerResource) Schema(ctx context.Context, _ resource.SchemaReques
 			"name": schema.StringAttribute{
 				Optional: true, Computed: true,
 				Default: stringdefault.StaticString(reconcilerinstall.DefaultName),
-				MarkdownDescription: "Name of the ServiceAccount, Deployment and PodDisruptionBudget, and prefix of the other objects. " +
+				MarkdownDescription: "Name of the ServiceAccount, Deployment, PodDisruptionBudget and leader-election Lease, and prefix of the other objects: " +
+					"two reconcilers of different names in one namespace elect a leader each. " +
 					"Default `" + reconcilerinstall.DefaultName + "`. A DNS-1035 label of at most 55 characters (so `<name>-metrics` is a valid Service name). Changing it replaces the resource.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 				Validators:    []validator.String{reconcilerName},

@@ -159,16 +159,23 @@ func BuildClusterRoleBinding(c Config) *rbacv1ac.ClusterRoleBindingApplyConfigur
 		WithSubjects(c.subject())
 }
 
+// Lease is the installation's leader-election Lease: its Name, so two
+// reconcilers of different names in one namespace each elect their own
+// leader and keep their own objects. An installation named DefaultName
+// keeps LeaseName, the Lease every installation used before, so upgrading
+// one hands leadership over instead of electing a second leader.
+func (c Config) Lease() string { return c.Name }
+
 // BuildLeaderRole grants the leader-election Lease and the record. RBAC
 // cannot restrict create by name (the name is not known before the object
 // exists), so create is granted on leases in Namespace, get and update on
-// LeaseName only; the record is read and watched by name.
+// this installation's Lease only; the record is read and watched by name.
 func BuildLeaderRole(c Config) *rbacv1ac.RoleApplyConfiguration {
 	return rbacv1ac.Role(c.LeaderElectionRoleName(), c.Namespace).
 		WithLabels(c.Labels(ComponentLeaderElect)).
 		WithRules(
 			rbacv1ac.PolicyRule().WithAPIGroups(coordinationv1.GroupName).WithResources("leases").WithVerbs("create"),
-			rbacv1ac.PolicyRule().WithAPIGroups(coordinationv1.GroupName).WithResources("leases").WithResourceNames(LeaseName).WithVerbs("get", "update"),
+			rbacv1ac.PolicyRule().WithAPIGroups(coordinationv1.GroupName).WithResources("leases").WithResourceNames(c.Lease()).WithVerbs("get", "update"),
 			rbacv1ac.PolicyRule().WithAPIGroups(corev1.GroupName).WithResources("configmaps").WithResourceNames(c.RecordName()).WithVerbs("get", "list", "watch"),
 		)
 }
@@ -441,6 +448,7 @@ func Args(c Config) []string {
 		"reconcile",
 		"--namespace=$(" + podNamespaceEnv + ")",
 		"--leader-elect=true",
+		"--leader-elect-lease-name=" + c.Lease(),
 		fmt.Sprintf("--metrics-bind-address=:%d", MetricsPort),
 		fmt.Sprintf("--health-probe-bind-address=:%d", HealthPort),
 		"--record-configmap=" + c.RecordName(),

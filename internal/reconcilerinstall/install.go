@@ -33,7 +33,8 @@ const (
 	DefaultReplicas = 2
 	// ContainerName is the reconciler's container in the Deployment.
 	ContainerName = "reconciler"
-	// LeaseName is the reconcile mode's --leader-elect-lease-name default.
+	// LeaseName is the reconcile mode's --leader-elect-lease-name default,
+	// and the Lease of an installation named DefaultName (see Config.Lease).
 	LeaseName = "kmshealth-reconciler"
 	// MetricsPort serves /metrics (HTTPS, TokenReview + SubjectAccessReview),
 	// HealthPort /healthz and /readyz.
