@@ -4,7 +4,8 @@
 # nothing: the build is skipped when the binary is already there.
 #
 #   tools/install.sh kube-testserver|terraform|terraform-latest|tofu|kube-rbac-proxy|tfplugindocs|terraform-docs|golangci-lint|goreleaser
-#   tools/install.sh node-packages   (root, Debian/Ubuntu: the node's containerd, runc, CNI plugins)
+#   tools/install.sh node-packages   (root, Debian/Ubuntu: the node's containerd, runc, CNI plugins,
+#                                     installed without starting or enabling a host service)
 set -euo pipefail
 
 KUBE_VERSION=v1.35.4
@@ -25,7 +26,12 @@ cache=${KMSHEALTH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kmshealth}
 # key: the tool's version plus a digest of its wrapper module (if any), so an
 # edited wrapper rebuilds and an unchanged one never does.
 wrapper_digest() {
-  (cd "$here/$1" && cat go.mod go.sum ./*.go 2>/dev/null | sha256sum | cut -c1-8)
+  (cd "$here/$1" && cat go.mod go.sum ./*.go 2>/dev/null | sha256 | cut -c1-8)
+}
+
+# sha256sum (GNU) or shasum (macOS).
+sha256() {
+  if command -v sha256sum >/dev/null; then sha256sum; else shasum -a 256; fi
 }
 
 build() { # name version dir-suffix build-command...
@@ -112,25 +118,65 @@ goreleaser)
   ;;
 node-packages)
   # The node test bed's container runtime, from the distribution (the
-  # control plane and kubelet are kube-testserver). Installed once; a
-  # machine that has them costs nothing.
-  pkgs="containerd runc containernetworking-plugins iptables iproute2"
-  if command -v containerd >/dev/null && command -v ctr >/dev/null && command -v runc >/dev/null &&
-    [ -x /usr/lib/cni/bridge ] && command -v iptables >/dev/null && command -v ip >/dev/null; then
+  # control plane and kubelet are kube-testserver). The test bed runs its
+  # own containerd (own config, root, state and socket, in its own
+  # namespaces: internal/testenv/node_linux.go) and needs nothing of the
+  # host's but the binaries: containerd and ctr, runc, the CNI plugins in
+  # /usr/lib/cni, iptables and ip. Only what is missing is installed (a
+  # host that has Docker's containerd.io keeps it), and no host service is
+  # started or enabled: Debian's containerd package would start containerd
+  # on install and enable it at boot.
+  missing=""
+  { command -v containerd && command -v ctr; } >/dev/null || missing="$missing containerd"
+  command -v runc >/dev/null || missing="$missing runc"
+  { [ -x /usr/lib/cni/bridge ] && [ -x /usr/lib/cni/host-local ]; } || missing="$missing containernetworking-plugins"
+  command -v iptables >/dev/null || missing="$missing iptables"
+  command -v ip >/dev/null || missing="$missing iproute2"
+  if [ -z "$missing" ]; then
     command -v containerd
     exit 0
   fi
   if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then
-    echo "tools: the node test bed needs $pkgs; install them as root (apt-get install $pkgs) or run make test as root on Debian or Ubuntu" >&2
+    echo "tools: the node test bed needs$missing; install them as root (apt-get install$missing) or run make test as root on Debian or Ubuntu" >&2
     exit 1
   fi
-  echo "tools: installing $pkgs with apt-get" >&2
+  echo "tools: installing$missing with apt-get, starting and enabling no service" >&2
   start=$SECONDS
-  export DEBIAN_FRONTEND=noninteractive
-  if ! apt-get install -y -q --no-install-recommends $pkgs >&2; then
-    apt-get update -q >&2 && apt-get install -y -q --no-install-recommends $pkgs >&2
+  # policy-rc.d answering 101 ("action forbidden") makes the packages'
+  # maintainer scripts (invoke-rc.d, deb-systemd-invoke) start nothing for
+  # the duration of the install; an existing policy-rc.d is put back after.
+  policy=/usr/sbin/policy-rc.d
+  saved=""
+  if [ -e "$policy" ]; then
+    saved=$(mktemp)
+    cp -p "$policy" "$saved"
   fi
-  echo "tools: installed node packages in $((SECONDS - start))s" >&2
+  restore_policy() {
+    if [ -n "$saved" ]; then mv -f "$saved" "$policy"; else rm -f "$policy"; fi
+  }
+  trap restore_policy EXIT
+  printf '#!/bin/sh\n# tools/install.sh node-packages: no service starts while it installs.\nexit 101\n' >"$policy"
+  chmod 0755 "$policy"
+  export DEBIAN_FRONTEND=noninteractive
+  # shellcheck disable=SC2086 # one word per package
+  if ! apt-get install -y -q --no-install-recommends $missing >&2; then
+    apt-get update -q >&2 && apt-get install -y -q --no-install-recommends $missing >&2
+  fi
+  # The postinst enabled containerd.service at boot. Disable it as an
+  # administrator would (systemctl disable works without a running systemd);
+  # a later package upgrade sees it disabled and keeps it so.
+  case " $missing " in
+  *" containerd "*)
+    if command -v systemctl >/dev/null; then
+      systemctl disable containerd.service >&2
+    else
+      rm -f /etc/systemd/system/multi-user.target.wants/containerd.service
+    fi
+    ;;
+  esac
+  restore_policy
+  trap - EXIT
+  echo "tools: installed$missing in $((SECONDS - start))s (containerd.service neither started nor enabled)" >&2
   command -v containerd
   ;;
 *)
