@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Validates every example under examples/ and every module under modules/
-# (each directory holding .tf files) with Terraform 1.5.7 and with OpenTofu,
+# (each directory holding .tf files) with Terraform 1.5.7, the newest 1.x and OpenTofu,
 # against the provider built from this checkout and reached through
 # dev_overrides: no init, no registry, no download. `validate` also runs the
 # provider's own validators, so a bad attribute value fails here, not only
@@ -19,6 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 terraform=$(bash tools/install.sh terraform)
+terraform_latest=$(bash tools/install.sh terraform-latest)
 tofu=$(bash tools/install.sh tofu)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -62,7 +63,7 @@ while IFS= read -r dir <&3; do
       printf 'FAIL  %-9s %s: no resource block for%s\n' targets "$dir" "$missing"
     fi
   fi
-  for cli in terraform tofu; do
+  for cli in terraform terraform_latest tofu; do
     n=$((n + 1))
     tree="$tmp/work/$n"
     work="$tree/$dir"
@@ -99,4 +100,4 @@ if [ "$failed" -gt 0 ]; then
   echo "examples: $failed of $n checks failed" >&2
   exit 1
 fi
-echo "examples: all $n checks passed ($ndirs examples, each under Terraform and OpenTofu)"
+echo "examples: all $n checks passed ($ndirs examples, each under Terraform 1.5.7, the newest Terraform and OpenTofu)"
