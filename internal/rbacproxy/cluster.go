@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
@@ -91,7 +92,8 @@ func serviceRef(namespace, name string) objectRef {
 
 // LiveWorkload is the protected workload as read.
 type LiveWorkload struct {
-	UID      types.UID
+	UID             types.UID
+	ResourceVersion string
 	Selector *metav1.LabelSelector
 	Template corev1.PodTemplateSpec
 }
@@ -117,17 +119,17 @@ func GetWorkload(ctx context.Context, cs kubernetes.Interface, t Target) (*LiveW
 	case KindDeployment:
 		var d *appsv1.Deployment
 		if d, err = cs.AppsV1().Deployments(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{}); err == nil {
-			w = &LiveWorkload{UID: d.UID, Selector: d.Spec.Selector, Template: d.Spec.Template}
+			w = &LiveWorkload{UID: d.UID, ResourceVersion: d.ResourceVersion, Selector: d.Spec.Selector, Template: d.Spec.Template}
 		}
 	case KindStatefulSet:
 		var s *appsv1.StatefulSet
 		if s, err = cs.AppsV1().StatefulSets(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{}); err == nil {
-			w = &LiveWorkload{UID: s.UID, Selector: s.Spec.Selector, Template: s.Spec.Template}
+			w = &LiveWorkload{UID: s.UID, ResourceVersion: s.ResourceVersion, Selector: s.Spec.Selector, Template: s.Spec.Template}
 		}
 	case KindDaemonSet:
 		var d *appsv1.DaemonSet
 		if d, err = cs.AppsV1().DaemonSets(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{}); err == nil {
-			w = &LiveWorkload{UID: d.UID, Selector: d.Spec.Selector, Template: d.Spec.Template}
+			w = &LiveWorkload{UID: d.UID, ResourceVersion: d.ResourceVersion, Selector: d.Spec.Selector, Template: d.Spec.Template}
 		}
 	default:
 		return nil, fmt.Errorf("%q is not a kind kmshealth can protect: use one of %s", t.Kind, quoteAll(Kinds()))
@@ -299,6 +301,13 @@ func (c Config) Apply(ctx context.Context, cs kubernetes.Interface, l *Live) err
 	if err != nil {
 		return err
 	}
+	patch, err := c.RestorePatch(&l.Workload.Template, l.Workload.ResourceVersion)
+	if err != nil {
+		return err
+	}
+	if err := PatchWorkload(ctx, cs.AppsV1(), t, patch, FieldManager); err != nil {
+		return workloadRef(t).fail("patch", err)
+	}
 	if err := applyWorkload(ctx, cs, t, w); err != nil {
 		return err
 	}
@@ -344,6 +353,30 @@ func applyWorkload(ctx context.Context, cs kubernetes.Interface, t Target, w Wor
 	}
 	if err != nil {
 		return workloadRef(t).fail("patch", err)
+	}
+	return nil
+}
+
+// PatchWorkload sends RestorePatch's JSON patch to the workload t names, as
+// fieldManager; a nil patch sends nothing.
+func PatchWorkload(ctx context.Context, apps appsv1client.AppsV1Interface, t Target, patch []byte, fieldManager string) error {
+	if patch == nil {
+		return nil
+	}
+	opts := metav1.PatchOptions{FieldManager: fieldManager}
+	var err error
+	switch t.Kind {
+	case KindDeployment:
+		_, err = apps.Deployments(t.Namespace).Patch(ctx, t.Name, types.JSONPatchType, patch, opts)
+	case KindStatefulSet:
+		_, err = apps.StatefulSets(t.Namespace).Patch(ctx, t.Name, types.JSONPatchType, patch, opts)
+	case KindDaemonSet:
+		_, err = apps.DaemonSets(t.Namespace).Patch(ctx, t.Name, types.JSONPatchType, patch, opts)
+	default:
+		return fmt.Errorf("%s: no workload of kind %q", t, t.Kind)
+	}
+	if err != nil {
+		return fmt.Errorf("put the kube-rbac-proxy sidecar back whole into %s: %w", t, err)
 	}
 	return nil
 }

@@ -3,35 +3,42 @@ package rbacproxy
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"reflect"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 )
 
-// Diff compares the live pod template of the workload with what
-// PodTemplateApply applies, on kmshealth's fields only (what the API server
-// defaults, and fields of other managers, are not looked at), and
-// describes each difference. Empty means in sync: nothing to write.
+// Diff compares the live pod template of the workload with Pinned: the
+// config hash annotation, the sidecar container and its volumes, each
+// whole (normalised for what the API server defaults; see Pinned), and
+// describes each difference. Fields of the sidecar nobody of kmshealth
+// wrote (a lifecycle hook, a startupProbe, an AppArmor profile, a
+// hostPort) are differences too: the admission policy pins the same
+// whole container, so what it would deny is what Diff reports and
+// Restore puts back. The rest of the pod template is the workload's and
+// is not looked at. Empty means in sync: nothing to write.
 func (c Config) Diff(live *corev1.PodTemplateSpec) ([]string, error) {
-	want, err := c.desiredTemplate()
+	want, err := c.Pinned(live.Spec.HostNetwork)
 	if err != nil {
 		return nil, err
 	}
 	var diffs []string
 	differ := func(format string, args ...any) { diffs = append(diffs, fmt.Sprintf(format, args...)) }
 
-	if have, want := live.Annotations[ConfigHashAnnotation], want.Annotations[ConfigHashAnnotation]; have != want {
-		differ("annotation %s is %q, want %q", ConfigHashAnnotation, have, want)
+	if have := live.Annotations[ConfigHashAnnotation]; have != want.ConfigHash {
+		differ("annotation %s is %q, want %q", ConfigHashAnnotation, have, want.ConfigHash)
 	}
-	wantCtr := want.Spec.InitContainers[0]
 	i := slices.IndexFunc(live.Spec.InitContainers, func(ctr corev1.Container) bool { return ctr.Name == ContainerName })
 	if i < 0 {
 		differ("initContainers has no %q sidecar", ContainerName)
 	} else {
-		diffContainer(differ, &live.Spec.InitContainers[i], &wantCtr)
+		diffContainer(differ, &live.Spec.InitContainers[i], &want.Container)
 	}
-	for _, wv := range want.Spec.Volumes {
+	for _, wv := range want.Volumes {
 		j := slices.IndexFunc(live.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == wv.Name })
 		if j < 0 {
 			differ("volume %q is missing", wv.Name)
@@ -110,6 +117,12 @@ func diffContainer(differ func(string, ...any), have, want *corev1.Container) {
 		}
 	}
 	diffSecurityContext(differ, name, have.SecurityContext, want.SecurityContext)
+	// Then the whole container: whatever the named checks above do not
+	// look at (lifecycle, startupProbe, probe timings, hostPort, AppArmor,
+	// SELinux, env, command, ...) differs too.
+	for _, path := range jsonDiff(have, want) {
+		differ("%s %s differs from the recorded container", name, path)
+	}
 }
 
 // probeHandler is the part of a probe kmshealth sets: what is probed, not
@@ -145,6 +158,11 @@ func diffSecurityContext(differ func(string, ...any), name string, have, want *c
 }
 
 func diffVolume(differ func(string, ...any), have, want *corev1.Volume) {
+	defer func() {
+		for _, path := range jsonDiff(have, want) {
+			differ("volume %q %s differs from the recorded volume", want.Name, path)
+		}
+	}()
 	switch {
 	case want.ConfigMap != nil:
 		if have.ConfigMap == nil || have.ConfigMap.Name != want.ConfigMap.Name || !equality.Semantic.DeepEqual(have.ConfigMap.Items, want.ConfigMap.Items) {
@@ -176,4 +194,62 @@ func quantityString(l corev1.ResourceList, name corev1.ResourceName) string {
 		return q.String()
 	}
 	return "unset"
+}
+
+// jsonDiff lists the JSON paths (".lifecycle", ".ports[0].hostPort") where
+// have and want differ, both encoded as the API server encodes them: a
+// field set on one side only, or set to another value.
+func jsonDiff(have, want any) []string {
+	var h, w any
+	for _, x := range []struct {
+		in  any
+		out *any
+	}{{have, &h}, {want, &w}} {
+		data, err := json.Marshal(x.in)
+		if err != nil {
+			return []string{"(cannot be encoded: " + err.Error() + ")"}
+		}
+		if err := json.Unmarshal(data, x.out); err != nil {
+			return []string{"(cannot be decoded: " + err.Error() + ")"}
+		}
+	}
+	var out []string
+	walkDiff("", h, w, &out)
+	return out
+}
+
+func walkDiff(path string, have, want any, out *[]string) {
+	switch w := want.(type) {
+	case map[string]any:
+		h, ok := have.(map[string]any)
+		if !ok {
+			break
+		}
+		keys := slices.Sorted(maps.Keys(h))
+		for k := range w {
+			if _, ok := h[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		for _, k := range slices.Compact(keys) {
+			walkDiff(path+"."+k, h[k], w[k], out)
+		}
+		return
+	case []any:
+		h, ok := have.([]any)
+		if !ok || len(h) != len(w) {
+			break
+		}
+		for i := range w {
+			walkDiff(fmt.Sprintf("%s[%d]", path, i), h[i], w[i], out)
+		}
+		return
+	}
+	if !reflect.DeepEqual(have, want) {
+		if path == "" {
+			path = "."
+		}
+		*out = append(*out, strings.TrimPrefix(path, "."))
+	}
 }

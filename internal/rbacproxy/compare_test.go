@@ -74,7 +74,9 @@ func TestDiff(t *testing.T) {
 			want   string // "" = in sync
 		}{
 			{"as applied", func(*corev1.PodTemplateSpec) {}, ""},
-			{"others' additions are not ours", func(l *corev1.PodTemplateSpec) {
+			// The sidecar is pinned whole (issue 21): another manager's
+			// addition to it is drift, restored like any other.
+			{"others' additions to the sidecar are drift", func(l *corev1.PodTemplateSpec) {
 				s := sidecarOf(l)
 				s.Env = append(s.Env, corev1.EnvVar{Name: "X", Value: "y"})
 				if s.Resources.Limits == nil {
@@ -83,6 +85,11 @@ func TestDiff(t *testing.T) {
 				s.Resources.Limits["ephemeral-storage"] = resource.MustParse("1Gi")
 				s.SecurityContext.RunAsUser = new(int64)
 				*s.SecurityContext.RunAsUser = 65532
+			}, "env differs from the recorded container"},
+			{"the workload's own fields are not ours", func(l *corev1.PodTemplateSpec) {
+				l.Annotations["user/other"] = "x"
+				l.Spec.InitContainers[0].Env = []corev1.EnvVar{{Name: "X", Value: "y"}}
+				l.Spec.Volumes = append(l.Spec.Volumes, corev1.Volume{Name: "more", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 			}, ""},
 			{"sidecar removed", func(l *corev1.PodTemplateSpec) { l.Spec.InitContainers = l.Spec.InitContainers[:1] }, `no "kmshealth-rbac-proxy" sidecar`},
 			{"sidecar moved to containers", func(l *corev1.PodTemplateSpec) {
@@ -165,5 +172,112 @@ func TestDiffSeesTLSVolumeChanges(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(diffs, "\n"), `is not Secret "web-tls"`) {
 		t.Fatalf("Diff = %q", diffs)
+	}
+}
+
+// TestDiffSeesEveryFieldFamily: the drift check compares the whole
+// sidecar, so each family of fields the admission policy pins is drift
+// when changed — including those no named check looks at (issue 21's
+// bypasses).
+func TestDiffSeesEveryFieldFamily(t *testing.T) {
+	unconfined := "Unconfined"
+	tr := true
+	for _, tc := range []struct {
+		name   string
+		mutate func(*corev1.Container)
+		want   string
+	}{
+		{"lifecycle: exec postStart", func(s *corev1.Container) {
+			s.Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
+				Command: []string{"/usr/local/bin/kube-rbac-proxy", "--insecure-listen-address=0.0.0.0:9999", "--ignore-paths=/*"}}}}
+		}, "lifecycle differs"},
+		{"lifecycle: preStop sleep", func(s *corev1.Container) {
+			s.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 1}}}
+		}, "lifecycle differs"},
+		{"probes: exec startupProbe", func(s *corev1.Container) {
+			s.StartupProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/usr/local/bin/kube-rbac-proxy"}}}}
+		}, "startupProbe differs"},
+		{"probes: liveness replaced by exec", func(s *corev1.Container) {
+			s.LivenessProbe.ProbeHandler = corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}
+		}, "livenessProbe.exec differs"},
+		{"probes: timings", func(s *corev1.Container) { s.ReadinessProbe.FailureThreshold = 1000 }, "readinessProbe.failureThreshold differs"},
+		{"securityContext: seccomp Unconfined", func(s *corev1.Container) {
+			s.SecurityContext.SeccompProfile.Type = corev1.SeccompProfileTypeUnconfined
+		}, "securityContext.seccompProfile"},
+		{"securityContext: AppArmor Unconfined", func(s *corev1.Container) {
+			s.SecurityContext.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileType(unconfined)}
+		}, "securityContext.appArmorProfile differs"},
+		{"securityContext: SELinux spc_t", func(s *corev1.Container) {
+			s.SecurityContext.SELinuxOptions = &corev1.SELinuxOptions{Type: "spc_t"}
+		}, "securityContext.seLinuxOptions differs"},
+		{"securityContext: no capability drop", func(s *corev1.Container) { s.SecurityContext.Capabilities = nil }, "securityContext.capabilities differs"},
+		{"securityContext: writable root", func(s *corev1.Container) {
+			f := false
+			s.SecurityContext.ReadOnlyRootFilesystem = &f
+		}, "securityContext.readOnlyRootFilesystem differs"},
+		{"securityContext: runAsUser 0", func(s *corev1.Container) { s.SecurityContext.RunAsUser = new(int64) }, "securityContext.runAsUser differs"},
+		{"securityContext: privileged", func(s *corev1.Container) { s.SecurityContext.Privileged = &tr }, "securityContext.privileged differs"},
+		{"ports: hostPort", func(s *corev1.Container) { s.Ports[0].HostPort = s.Ports[0].ContainerPort }, "ports[0].hostPort differs"},
+		{"ports: another port", func(s *corev1.Container) {
+			s.Ports = append(s.Ports, corev1.ContainerPort{Name: "evil", ContainerPort: 9999, Protocol: corev1.ProtocolTCP})
+		}, "ports differs"},
+		{"command", func(s *corev1.Container) { s.Command = []string{"/bin/sh"} }, "command differs"},
+		{"env from", func(s *corev1.Container) {
+			s.EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "x"}}}}
+		}, "envFrom differs"},
+		{"volumeMounts: subPath", func(s *corev1.Container) { s.VolumeMounts[0].SubPath = "x" }, "volumeMounts[0].subPath differs"},
+		{"stdin", func(s *corev1.Container) { s.Stdin = true }, "stdin differs"},
+		{"pull policy", func(s *corev1.Container) { s.ImagePullPolicy = corev1.PullNever }, "imagePullPolicy differs"},
+		{"resize policy", func(s *corev1.Container) {
+			s.ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.RestartContainer}}
+		}, "resizePolicy differs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := valid()
+			live := liveTemplate(t, c)
+			tc.mutate(sidecarOf(live))
+			diffs, err := c.Diff(live)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(strings.Join(diffs, "\n"), tc.want) {
+				t.Fatalf("Diff = %q, want one containing %q", diffs, tc.want)
+			}
+		})
+	}
+}
+
+// TestDiffHostNetwork: in a pod template with hostNetwork the API server
+// sets hostPort = containerPort; that is not drift, another hostPort is.
+func TestDiffHostNetwork(t *testing.T) {
+	c := valid()
+	live := liveTemplate(t, c)
+	live.Spec.HostNetwork = true
+	s := sidecarOf(live)
+	for i := range s.Ports {
+		s.Ports[i].HostPort = s.Ports[i].ContainerPort
+	}
+	if diffs, err := c.Diff(live); err != nil || len(diffs) > 0 {
+		t.Fatalf("Diff = %q, %v; want in sync", diffs, err)
+	}
+	s.Ports[0].HostPort = 1
+	if diffs, _ := c.Diff(live); !strings.Contains(strings.Join(diffs, "\n"), "ports[0].hostPort differs") {
+		t.Fatalf("Diff = %q, want the hostPort", diffs)
+	}
+}
+
+func TestDefaultPullPolicy(t *testing.T) {
+	for image, want := range map[string]corev1.PullPolicy{
+		"quay.io/brancz/kube-rbac-proxy:v0.19.1":                 corev1.PullIfNotPresent,
+		"quay.io/brancz/kube-rbac-proxy":                         corev1.PullAlways,
+		"quay.io/brancz/kube-rbac-proxy:latest":                  corev1.PullAlways,
+		"localhost:5000/kube-rbac-proxy":                         corev1.PullAlways,
+		"localhost:5000/kube-rbac-proxy:v1":                      corev1.PullIfNotPresent,
+		"quay.io/x/krp@sha256:" + strings.Repeat("a", 64):        corev1.PullIfNotPresent,
+		"quay.io/x/krp:latest@sha256:" + strings.Repeat("a", 64): corev1.PullAlways,
+	} {
+		if got := defaultPullPolicy(image); got != want {
+			t.Errorf("defaultPullPolicy(%q) = %s, want %s", image, got, want)
+		}
 	}
 }

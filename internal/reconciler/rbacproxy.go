@@ -175,8 +175,24 @@ func (p *rbacProxyPattern) InSync(obs rbacProxyObs, want rbacProxyDesired) bool 
 func (p *rbacProxyPattern) Apply(ctx context.Context, obs rbacProxyObs, want rbacProxyDesired) (controller.Change, error) {
 	diffs, _ := want.cfg.Diff(obs.template)
 	t := want.cfg.Target
+	// What server-side apply cannot remove (another manager's field in
+	// our sidecar: a hook, an exec probe, an AppArmor profile) goes with a
+	// JSON patch that replaces the sidecar whole, on the workload as read.
+	var rv string
+	if m, ok := obs.workload.(metav1.Object); ok {
+		rv = m.GetResourceVersion()
+	}
+	patch, err := want.cfg.RestorePatch(obs.template, rv)
+	if err != nil {
+		return controller.Change{}, err
+	}
+	if err := rbacproxy.PatchWorkload(ctx, p.apps, t, patch, p.fieldManager); err != nil {
+		if replaced(err) {
+			return controller.Change{}, fmt.Errorf("%w: %s was deleted while being updated: %w", controller.ErrGone, t, err)
+		}
+		return controller.Change{}, err
+	}
 	opts := metav1.ApplyOptions{FieldManager: p.fieldManager, Force: true}
-	var err error
 	switch {
 	case want.apply.Deployment != nil:
 		_, err = p.apps.Deployments(t.Namespace).Apply(ctx, want.apply.Deployment, opts)

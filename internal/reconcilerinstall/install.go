@@ -115,9 +115,9 @@ type Config struct {
 	TLSProfiles []TLSProfile
 	// RBACProxies are the kmshealth_rbac_proxy_sidecar workloads whose
 	// sidecar the reconciler puts back (--rbac-proxy-configmaps), each
-	// with the sidecar's image and arguments: RBAC grants exactly these
-	// workloads and their config ConfigMaps, and the admission policy pins
-	// the sidecar it may write to this image and these arguments.
+	// with the sidecar whole: RBAC grants exactly these workloads and their
+	// config ConfigMaps, and the admission policy pins the sidecar it may
+	// write to exactly this container and these volumes.
 	RBACProxies []RBACProxy
 	// AdmissionPolicy installs the ValidatingAdmissionPolicies under which
 	// the reconciler's ServiceAccount may change only the fields it owns
@@ -138,10 +138,24 @@ type TLSProfile struct {
 func (p TLSProfile) ID() string { return p.Namespace + "/" + p.Name }
 
 // RBACProxy is one protected workload and the sidecar it carries.
+//
+// Pinned is the whole sidecar (rbacproxy.Config.EncodePinned: the
+// container, its volumes and the config hash, normalised with the API
+// server's defaults), which the admission policy pins field for field.
+// The installer learns it from the sidecar resource's pinned_sidecar
+// attribute, passed into this entry like image and args, rather than by
+// reading the sidecar's record ConfigMap at install time: the attribute
+// changes in the same plan as the sidecar (a new resources request, TLS
+// Secret or port is a new pin, applied with it), where a record read once
+// would leave the policy pinning yesterday's sidecar — and denying the
+// reconciler's every restore of today's — until someone re-applied the
+// reconciler by hand. Image and Args stay, checked against Pinned, so a
+// wiring mistake (one sidecar's pin on another entry) fails at apply.
 type RBACProxy struct {
 	Target rbacproxy.Target `json:"target"`
 	Image  string           `json:"image"`
 	Args   []string         `json:"args"`
+	Pinned string           `json:"pinned,omitempty"`
 }
 
 // ConfigMapID is <namespace>/<name> of the workload's config ConfigMap,
@@ -396,6 +410,18 @@ func (c Config) validateRBACProxies() []error {
 		}
 		if len(p.Args) == 0 {
 			errs = append(errs, fmt.Errorf("%s.args: must not be empty: use the sidecar resource's args", at))
+		}
+		if p.Pinned == "" {
+			errs = append(errs, fmt.Errorf("%s.pinned_sidecar: must be set: pass the sidecar resource's pinned_sidecar (kmshealth_rbac_proxy_sidecar.<name>.pinned_sidecar), which the admission policy pins whole", at))
+			continue
+		}
+		pinned, err := rbacproxy.DecodePinned(p.Pinned)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s.pinned_sidecar: %w", at, err))
+			continue
+		}
+		if pinned.Container.Image != p.Image || !slices.Equal(pinned.Container.Args, p.Args) {
+			errs = append(errs, fmt.Errorf("%s.pinned_sidecar: its image and args are not this entry's: pass image, args and pinned_sidecar of the same kmshealth_rbac_proxy_sidecar", at))
 		}
 	}
 	return errs

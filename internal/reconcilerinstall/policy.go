@@ -1,6 +1,8 @@
 package reconcilerinstall
 
 import (
+	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -40,8 +42,9 @@ func APIServicePolicy(c Config) install.Policy {
 		Labels:         c.Labels(ComponentAdmission),
 		ServiceAccount: c.serviceAccount(),
 		Group:          apiregv1.GroupName,
-		Resources:      []string{"apiservices"},
-		Operations:     []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
+		// And /status: a role widened to, say, cluster-admin reaches it.
+		Resources:  []string{"apiservices", "apiservices/*"},
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
 		Variables: [][2]string{
 			// dyn() keeps the type checker from reading typed objects as
 			// structs; at run time they are maps.
@@ -55,6 +58,7 @@ func APIServicePolicy(c Config) install.Policy {
 			{"volatile", "['annotations', 'managedFields', 'resourceVersion', 'generation']"},
 		},
 		Rules: []install.PolicyRule{
+			{Expression: noSubresource, Message: "the kmshealth reconciler may not write an APIService through a subresource (/status)"},
 			{Expression: "request.operation == 'UPDATE'", Message: "the kmshealth reconciler may only update APIServices, never create or delete one"},
 			{Expression: "has(oldObject.spec.service)", Message: "the kmshealth reconciler may write spec.caBundle only on APIServices with spec.service (not on a local APIService)"},
 			{Expression: "has(object.spec.service) && object.spec.service == oldObject.spec.service", Message: "the kmshealth reconciler may not change spec.service"},
@@ -91,8 +95,10 @@ func KMSStatusPolicy(c Config) install.Policy {
 		Labels:         c.Labels(ComponentAdmission),
 		ServiceAccount: c.serviceAccount(),
 		Group:          t.Group,
-		Resources:      []string{t.Resource + "/status"},
-		Operations:     []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+		// The object and every subresource: it writes only /status, but a
+		// widened role reaches the rest.
+		Resources:  []string{t.Resource, t.Resource + "/*"},
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
 		Variables: [][2]string{
 			{"oldStatus", "oldObject.?status.orValue({})"},
 			{"newStatus", "object.?status.orValue({})"},
@@ -100,6 +106,8 @@ func KMSStatusPolicy(c Config) install.Policy {
 			{"newOthers", "variables.newStatus.?conditions.orValue([]).filter(c, c.type != '" + kmshealth.DegradedCondition + "')"},
 		},
 		Rules: []install.PolicyRule{
+			{Expression: "has(request.subResource) && request.subResource == 'status' && request.operation == 'UPDATE'", Message: "the kmshealth reconciler may only update the status of the KMS target, nothing else of it"},
+			{Expression: "request.name == " + strconv.Quote(t.Name), Message: "the kmshealth reconciler may write only the KMS target " + t.Name},
 			{
 				Expression: install.UnchangedBut("object", "oldObject", "['status', 'metadata']"),
 				Message:    "the kmshealth reconciler may change only .status",
@@ -116,6 +124,10 @@ func KMSStatusPolicy(c Config) install.Policy {
 		},
 	}
 }
+
+// noSubresource holds for a write of the object itself (the request has
+// no subResource then, not an empty one).
+const noSubresource = "!has(request.subResource) || request.subResource == ''"
 
 // volatileMeta are the metadata fields the API server changes on every
 // write; the policies let them differ.
@@ -136,7 +148,7 @@ func TLSConfigMapPolicy(c Config) install.Policy {
 		Labels:         c.Labels(ComponentAdmission),
 		ServiceAccount: c.serviceAccount(),
 		Group:          "",
-		Resources:      []string{"configmaps"},
+		Resources:      []string{"configmaps", "configmaps/*"}, // none served today; any later one too
 		Operations:     []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
 		Variables: [][2]string{
 			{"newObj", "dyn(object)"},
@@ -145,6 +157,7 @@ func TLSConfigMapPolicy(c Config) install.Policy {
 			{"oldData", "dyn(oldObject).?data.orValue({})"},
 		},
 		Rules: []install.PolicyRule{
+			{Expression: noSubresource, Message: "the kmshealth reconciler may not write a ConfigMap through a subresource"},
 			{Expression: "request.operation == 'UPDATE'", Message: "the kmshealth reconciler may only update TLS profile ConfigMaps, never create or delete a ConfigMap"},
 			{
 				Expression: "request.namespace + '/' + request.name in " + celList(ids),
@@ -159,18 +172,20 @@ func TLSConfigMapPolicy(c Config) install.Policy {
 
 // WorkloadPolicy lets the reconciler's ServiceAccount change, of the
 // Deployments, StatefulSets and DaemonSets it keeps, only what its
-// controllers write, and never create or delete one: on a TLS profile's
-// rollout target the kmshealth.io/tls-profile-hash annotation of the pod
-// template; on a workload of rbac_proxy_sidecars the kube-rbac-proxy
-// sidecar — pinned to the recorded image and arguments, with no command,
-// environment, privilege or foreign mount —, its two volumes (the config
-// ConfigMap and a Secret) and the config hash annotation. With its token,
-// no other container, volume or field of any workload can change.
+// controllers write, and never create or delete one, nor write through a
+// subresource (/scale, /status): on a TLS profile's rollout target the
+// kmshealth.io/tls-profile-hash annotation of the pod template; on a
+// workload of rbac_proxy_sidecars the kube-rbac-proxy sidecar, its
+// volumes and its config hash annotation, each equal to the recorded one
+// whole (RBACProxy.Pinned: every field, with only what the API server
+// defaults allowed to differ, which Pinned already holds; see
+// rbacproxy.Pinned). With its token, no other container, volume or field
+// of any workload can change, and the sidecar cannot gain a hook, a
+// probe, a port, a security option or an environment.
 func WorkloadPolicy(c Config) install.Policy {
 	type allowed struct {
-		tls       bool
-		proxy     *RBACProxy
-		configMap string
+		tls    bool
+		pinned *rbacproxy.Pinned
 	}
 	byID := map[string]*allowed{}
 	get := func(id string) *allowed {
@@ -182,29 +197,44 @@ func WorkloadPolicy(c Config) install.Policy {
 	for _, t := range c.tlsTargets() {
 		get(tlsprofile.TargetResource(t.Kind) + "/" + t.Namespace + "/" + t.Name).tls = true
 	}
-	for i, p := range c.RBACProxies {
-		a := get(p.resource() + "/" + p.Target.Namespace + "/" + p.Target.Name)
-		a.proxy, a.configMap = &c.RBACProxies[i], rbacproxy.ObjectName(p.Target)
+	for _, p := range c.RBACProxies {
+		pinned, err := rbacproxy.DecodePinned(p.Pinned)
+		if err != nil {
+			// Validate refuses it; a policy built anyway pins nothing
+			// writable (the id is not a proxy's).
+			continue
+		}
+		get(p.resource() + "/" + p.Target.Namespace + "/" + p.Target.Name).pinned = &pinned
 	}
-	// One map or list per field: the API server's CEL wants homogeneous
-	// literals. The strings are Go-quoted, valid CEL (names and arguments
-	// are printable).
-	var tlsIDs, proxyIDs, images, args, configMaps []string
+	// Per workload, one CEL conjunction that holds only for the pinned
+	// object (pinExpr): scalar leaves and exact key sets, so it does not
+	// depend on how the API server compares a typed list with a literal.
+	var tlsIDs, proxyIDs []string
+	sidecarOK, volumesOK, hashOK := "false", "false", "false"
 	for _, id := range slices.Sorted(maps.Keys(byID)) {
 		a := byID[id]
 		if a.tls {
 			tlsIDs = append(tlsIDs, id)
 		}
-		if a.proxy != nil {
-			proxyIDs = append(proxyIDs, id)
-			images = append(images, strconv.Quote(id)+": "+strconv.Quote(a.proxy.Image))
-			args = append(args, strconv.Quote(id)+": "+celList(a.proxy.Args))
-			configMaps = append(configMaps, strconv.Quote(id)+": "+strconv.Quote(a.configMap))
+		if a.pinned == nil {
+			continue
 		}
+		proxyIDs = append(proxyIDs, id)
+		when := "variables.id == " + strconv.Quote(id)
+		ctr := "variables.newSidecar[0]"
+		sidecarOK = fmt.Sprintf("(%s ? (variables.hostNetwork ? (%s) : (%s)) : %s)", when,
+			pinExpr(ctr, a.pinned.WithHostNetwork().Container), pinExpr(ctr, a.pinned.Container), sidecarOK)
+		vols := []string{"size(variables.newOurVols) == " + strconv.Itoa(len(a.pinned.Volumes))}
+		for _, v := range a.pinned.Volumes {
+			vols = append(vols, fmt.Sprintf("variables.newOurVols.exists_one(v, v.name == %s)", strconv.Quote(v.Name)),
+				fmt.Sprintf("variables.newOurVols.filter(v, v.name == %s).all(v, %s)", strconv.Quote(v.Name), pinExpr("v", v)))
+		}
+		volumesOK = fmt.Sprintf("(%s ? (%s) : %s)", when, strings.Join(vols, " && "), volumesOK)
+		hashOK = fmt.Sprintf("(%s ? variables.newHash == %s : %s)", when, strconv.Quote(a.pinned.ConfigHash), hashOK)
 	}
-	celMap := func(entries []string) string { return "{" + strings.Join(entries, ", ") + "}" }
 	ours := strconv.Quote(rbacproxy.ContainerName)
 	ourVolumes := celList([]string{rbacproxy.ConfigVolumeName, rbacproxy.TLSVolumeName})
+	hashKey := strconv.Quote(rbacproxy.ConfigHashAnnotation)
 	only := "the kmshealth reconciler may change only the pod template's " + tlsprofile.HashAnnotation + " annotation (on a TLS profile's rollout target) " +
 		"and the kube-rbac-proxy sidecar (on a workload of rbac_proxy_sidecars)"
 	return install.Policy{
@@ -212,26 +242,30 @@ func WorkloadPolicy(c Config) install.Policy {
 		Labels:         c.Labels(ComponentAdmission),
 		ServiceAccount: c.serviceAccount(),
 		Group:          appsv1.GroupName,
-		Resources:      []string{"deployments", "statefulsets", "daemonsets"},
-		Operations:     []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
+		// Every subresource too: a role widened to, say, edit reaches
+		// /scale and /status, which the reconciler never writes.
+		Resources:  []string{"deployments", "deployments/*", "statefulsets", "statefulsets/*", "daemonsets", "daemonsets/*"},
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
 		Variables: [][2]string{
 			{"id", "request.resource.resource + '/' + request.namespace + '/' + request.name"},
 			{"tls", "variables.id in " + celList(tlsIDs)},
 			{"proxy", "variables.id in " + celList(proxyIDs)},
-			{"image", celMap(images) + "[?variables.id].orValue('')"},
-			{"args", celMap(args) + "[?variables.id].orValue([])"},
-			{"configMap", celMap(configMaps) + "[?variables.id].orValue('')"},
+			// dyn() and optional access: on a subresource the object is a
+			// Scale or has no template; the first rule denies it.
 			{"newObj", "dyn(object)"},
 			{"oldObj", "dyn(oldObject)"},
-			{"newTmpl", "dyn(object.spec.template)"},
-			{"oldTmpl", "dyn(oldObject.spec.template)"},
+			{"newTmpl", "variables.newObj.?spec.?template.orValue({})"},
+			{"oldTmpl", "variables.oldObj.?spec.?template.orValue({})"},
 			{"newTmplMeta", "variables.newTmpl.?metadata.orValue({})"},
 			{"oldTmplMeta", "variables.oldTmpl.?metadata.orValue({})"},
 			{"newAnn", "variables.newTmplMeta.?annotations.orValue({})"},
 			{"oldAnn", "variables.oldTmplMeta.?annotations.orValue({})"},
-			{"annKeys", "(variables.tls ? [" + strconv.Quote(tlsprofile.HashAnnotation) + "] : []) + (variables.proxy ? [" + strconv.Quote(rbacproxy.ConfigHashAnnotation) + "] : [])"},
+			{"annKeys", "(variables.tls ? [" + strconv.Quote(tlsprofile.HashAnnotation) + "] : []) + (variables.proxy ? [" + hashKey + "] : [])"},
+			{"newHash", "variables.newAnn[?" + hashKey + "].orValue('')"},
+			{"oldHash", "variables.oldAnn[?" + hashKey + "].orValue('')"},
 			{"newPod", "variables.newTmpl.?spec.orValue({})"},
 			{"oldPod", "variables.oldTmpl.?spec.orValue({})"},
+			{"hostNetwork", "variables.newPod.?hostNetwork.orValue(false)"},
 			{"newInit", "variables.newPod.?initContainers.orValue([])"},
 			{"oldInit", "variables.oldPod.?initContainers.orValue([])"},
 			{"newSidecar", "variables.newInit.filter(c, c.name == " + ours + ")"},
@@ -240,8 +274,12 @@ func WorkloadPolicy(c Config) install.Policy {
 			{"oldVols", "variables.oldPod.?volumes.orValue([])"},
 			{"newOurVols", "variables.newVols.filter(v, v.name in " + ourVolumes + ")"},
 			{"oldOurVols", "variables.oldVols.filter(v, v.name in " + ourVolumes + ")"},
+			{"sidecarPinned", sidecarOK},
+			{"volumesPinned", volumesOK},
+			{"hashPinned", hashOK},
 		},
 		Rules: []install.PolicyRule{
+			{Expression: noSubresource, Message: "the kmshealth reconciler may not write a workload through a subresource (/scale, /status)"},
 			{Expression: "request.operation == 'UPDATE'", Message: "the kmshealth reconciler may only update workloads, never create or delete one"},
 			{
 				Expression: "variables.tls || variables.proxy",
@@ -254,6 +292,10 @@ func WorkloadPolicy(c Config) install.Policy {
 			{Expression: install.UnchangedBut("variables.newTmplMeta", "variables.oldTmplMeta", "['annotations']"), Message: only},
 			{Expression: install.UnchangedBut("variables.newAnn", "variables.oldAnn", "variables.annKeys"), Message: only},
 			{
+				Expression: "!variables.proxy || variables.newHash == variables.oldHash || variables.hashPinned",
+				Message:    "the kmshealth reconciler may set the " + rbacproxy.ConfigHashAnnotation + " annotation only to the recorded config hash",
+			},
+			{
 				Expression: install.UnchangedBut("variables.newPod", "variables.oldPod", "(variables.proxy ? ['initContainers', 'volumes'] : [])"),
 				Message:    only + ", never the pod spec",
 			},
@@ -262,26 +304,68 @@ func WorkloadPolicy(c Config) install.Policy {
 				Message:    "the kmshealth reconciler may not change the workload's own init containers",
 			},
 			{
-				Expression: "variables.newSidecar == variables.oldSidecar || variables.newSidecar.all(c, " +
-					"c.image == variables.image && c.?args.orValue([]) == variables.args && " +
-					"!has(c.command) && !has(c.env) && !has(c.envFrom) && c.?restartPolicy.orValue('') == 'Always' && " +
-					"!c.?securityContext.?privileged.orValue(false) && !c.?securityContext.?allowPrivilegeEscalation.orValue(true) && " +
-					"c.?securityContext.?runAsNonRoot.orValue(false) && c.?securityContext.?capabilities.?add.orValue([]).size() == 0 && " +
-					"c.?volumeMounts.orValue([]).all(m, m.name in " + ourVolumes + "))",
-				Message: "the kmshealth reconciler may write only the kube-rbac-proxy sidecar recorded for this workload: its image and arguments, " +
-					"no command or environment, no privilege, and only its own volumes",
+				Expression: "variables.newSidecar == variables.oldSidecar || (size(variables.newSidecar) == 1 && variables.sidecarPinned)",
+				Message: "the kmshealth reconciler may write only the kube-rbac-proxy sidecar recorded for this workload, whole: " +
+					"its image, arguments, ports, probes, securityContext, mounts and resources exactly as recorded, and nothing more " +
+					"(no command, environment, lifecycle hook, startupProbe, hostPort or other security option)",
 			},
 			{
 				Expression: "variables.newVols.filter(v, !(v.name in " + ourVolumes + ")) == variables.oldVols.filter(v, !(v.name in " + ourVolumes + "))",
 				Message:    "the kmshealth reconciler may not change the workload's own volumes",
 			},
 			{
-				Expression: "variables.newOurVols == variables.oldOurVols || variables.newOurVols.all(v, size(v) == 2 && (" +
-					"(v.name == " + strconv.Quote(rbacproxy.ConfigVolumeName) + " && has(v.configMap) && v.configMap.name == variables.configMap) || " +
-					"(v.name == " + strconv.Quote(rbacproxy.TLSVolumeName) + " && has(v.secret))))",
-				Message: "the kmshealth reconciler may add only the sidecar's config ConfigMap and TLS Secret volumes",
+				Expression: "variables.newOurVols == variables.oldOurVols || variables.volumesPinned",
+				Message:    "the kmshealth reconciler may add only the sidecar's config ConfigMap and TLS Secret volumes, exactly as recorded",
 			},
 		},
+	}
+}
+
+// pinExpr is a CEL expression that holds when the value expr evaluates to
+// equals v (a Go value, as encoding/json writes it) whole: at every map
+// the exact set of keys, at every list the exact length, at every leaf
+// the value. Literals are strings, ints and bools, which the API server's
+// CEL compares as such.
+func pinExpr(expr string, v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return "false"
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.UseNumber()
+	var tree any
+	if err := dec.Decode(&tree); err != nil {
+		return "false"
+	}
+	var parts []string
+	pinParts(expr, tree, &parts)
+	return strings.Join(parts, " && ")
+}
+
+func pinParts(expr string, v any, parts *[]string) {
+	switch v := v.(type) {
+	case map[string]any:
+		keys := slices.Sorted(maps.Keys(v))
+		*parts = append(*parts, fmt.Sprintf("size(%s) == %d", expr, len(keys)))
+		if len(keys) > 0 {
+			*parts = append(*parts, fmt.Sprintf("%s.all(k, k in %s)", expr, celList(keys)))
+		}
+		for _, k := range keys {
+			pinParts(expr+"["+strconv.Quote(k)+"]", v[k], parts)
+		}
+	case []any:
+		*parts = append(*parts, fmt.Sprintf("size(%s) == %d", expr, len(v)))
+		for i, e := range v {
+			pinParts(fmt.Sprintf("%s[%d]", expr, i), e, parts)
+		}
+	case string:
+		*parts = append(*parts, expr+" == "+strconv.Quote(v))
+	case json.Number:
+		*parts = append(*parts, expr+" == "+v.String())
+	case bool:
+		*parts = append(*parts, fmt.Sprintf("%s == %t", expr, v))
+	default: // null: encoding/json omits what we leave unset
+		*parts = append(*parts, "false")
 	}
 }
 

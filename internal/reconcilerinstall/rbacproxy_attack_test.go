@@ -41,7 +41,7 @@ func TestReconcilerRBACProxyAttacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := Config{Namespace: "krp-attack", Name: "rec", Image: "x", Replicas: 1, AdmissionPolicy: true,
-		RBACProxies: []RBACProxy{{Target: cfg.Target, Image: cfg.Image, Args: cfg.Args()}}}
+		RBACProxies: []RBACProxy{rbacProxyEntry(t, cfg)}}
 	mustApply(t, c)
 	t.Cleanup(func() { _ = Delete(context.Background(), clients(), c.Namespace, c.Name, false) })
 
@@ -108,4 +108,16 @@ func TestReconcilerRBACProxyAttacks(t *testing.T) {
 	if _, err := asCore.CoreV1().ConfigMaps("krp-attack-app").Get(ctx, rbacproxy.ObjectName(cfg.Target), metav1.GetOptions{}); err != nil {
 		t.Errorf("the reconciler cannot read the sidecar's config ConfigMap: %v", err)
 	}
+}
+
+// rbacProxyEntry is the rbac_proxy_sidecars entry of cfg, as the sidecar
+// resource's attributes give it.
+func rbacProxyEntry(t *testing.T, cfg rbacproxy.Config) RBACProxy {
+	t.Helper()
+	pinned, err := cfg.EncodePinned()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = cfg.Defaulted()
+	return RBACProxy{Target: cfg.Target, Image: cfg.Image, Args: cfg.Args(), Pinned: pinned}
 }
