@@ -94,8 +94,8 @@ func serviceRef(namespace, name string) objectRef {
 type LiveWorkload struct {
 	UID             types.UID
 	ResourceVersion string
-	Selector *metav1.LabelSelector
-	Template corev1.PodTemplateSpec
+	Selector        *metav1.LabelSelector
+	Template        corev1.PodTemplateSpec
 }
 
 // ServiceAccount is the ServiceAccount the workload's pods run as:
