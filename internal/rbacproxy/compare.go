@@ -22,7 +22,7 @@ import (
 // Restore puts back. The rest of the pod template is the workload's and
 // is not looked at. Empty means in sync: nothing to write.
 func (c Config) Diff(live *corev1.PodTemplateSpec) ([]string, error) {
-	want, err := c.Pinned(live.Spec.HostNetwork)
+	want, err := c.Pinned()
 	if err != nil {
 		return nil, err
 	}

@@ -28,10 +28,12 @@ import (
 //     failureThreshold 3: timings, not what is probed.
 //   - a ConfigMap or Secret volume's defaultMode 0644: our files are
 //     mounted read-only into a non-root container.
-//   - hostPort = containerPort on every port, only when the pod runs in the
-//     host's network namespace (spec.hostNetwork, which the policy keeps
-//     unchanged): there the two are the same socket, and the API server
-//     both defaults and requires it.
+//
+// Not an exception: hostPort. The API server sets hostPort = containerPort
+// in a Pod with spec.hostNetwork, but not in a pod template since
+// Kubernetes 1.28 (feature gate DefaultHostNetworkHostPortsInPodTemplates,
+// off), so a hostPort on the sidecar of a workload is always somebody's
+// write and always a difference.
 //
 // Nothing else is defaulted into a container of a pod template, so nothing
 // else may differ. A Kubernetes version that defaults a new container field
@@ -55,8 +57,8 @@ const (
 )
 
 // Pinned is c's part of the pod template, normalised with the API server's
-// defaults, for a pod template with spec.hostNetwork = hostNetwork.
-func (c Config) Pinned(hostNetwork bool) (Pinned, error) {
+// defaults.
+func (c Config) Pinned() (Pinned, error) {
 	tmpl, err := c.desiredTemplate()
 	if err != nil {
 		return Pinned{}, err
@@ -66,18 +68,18 @@ func (c Config) Pinned(hostNetwork bool) (Pinned, error) {
 		Container:  tmpl.Spec.InitContainers[0],
 		Volumes:    tmpl.Spec.Volumes,
 	}
-	normaliseContainer(&p.Container, hostNetwork)
+	normaliseContainer(&p.Container)
 	for i := range p.Volumes {
 		normaliseVolume(&p.Volumes[i])
 	}
 	return p, nil
 }
 
-// EncodePinned is Pinned(false) as JSON, the form the reconciler's
+// EncodePinned is Pinned as JSON, the form the reconciler's
 // installer takes (kmshealth_rbac_proxy_sidecar's pinned_sidecar): stable
 // for equal Configs.
 func (c Config) EncodePinned() (string, error) {
-	p, err := c.Pinned(false)
+	p, err := c.Pinned()
 	if err != nil {
 		return "", err
 	}
@@ -103,16 +105,7 @@ func DecodePinned(data string) (Pinned, error) {
 	return p, nil
 }
 
-// WithHostNetwork is p as the API server stores it in a pod template with
-// spec.hostNetwork: every port's hostPort is its containerPort.
-func (p Pinned) WithHostNetwork() Pinned {
-	out := p
-	out.Container = *p.Container.DeepCopy()
-	normaliseContainer(&out.Container, true)
-	return out
-}
-
-func normaliseContainer(ctr *corev1.Container, hostNetwork bool) {
+func normaliseContainer(ctr *corev1.Container) {
 	if ctr.TerminationMessagePath == "" {
 		ctr.TerminationMessagePath = corev1.TerminationMessagePathDefault
 	}
@@ -142,9 +135,6 @@ func normaliseContainer(ctr *corev1.Container, hostNetwork bool) {
 	for i := range ctr.Ports {
 		if ctr.Ports[i].Protocol == "" {
 			ctr.Ports[i].Protocol = corev1.ProtocolTCP
-		}
-		if hostNetwork && ctr.Ports[i].HostPort == 0 {
-			ctr.Ports[i].HostPort = ctr.Ports[i].ContainerPort
 		}
 	}
 }
@@ -183,7 +173,7 @@ func defaultPullPolicy(image string) corev1.PullPolicy {
 // as read: the write is refused (409) if it changed since. Apply the
 // workload's apply configuration after it, so our manager owns the fields.
 func (c Config) RestorePatch(live *corev1.PodTemplateSpec, resourceVersion string) ([]byte, error) {
-	want, err := c.Pinned(live.Spec.HostNetwork)
+	want, err := c.Pinned()
 	if err != nil {
 		return nil, err
 	}

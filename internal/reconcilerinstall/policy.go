@@ -222,8 +222,7 @@ func WorkloadPolicy(c Config) install.Policy {
 		proxyIDs = append(proxyIDs, id)
 		when := "variables.id == " + strconv.Quote(id)
 		ctr := "variables.newSidecar[0]"
-		sidecarOK = fmt.Sprintf("(%s ? (variables.hostNetwork ? (%s) : (%s)) : %s)", when,
-			pinExpr(ctr, a.pinned.WithHostNetwork().Container), pinExpr(ctr, a.pinned.Container), sidecarOK)
+		sidecarOK = fmt.Sprintf("(%s ? (%s) : %s)", when, pinExpr(ctr, a.pinned.Container), sidecarOK)
 		vols := []string{"size(variables.newOurVols) == " + strconv.Itoa(len(a.pinned.Volumes))}
 		for _, v := range a.pinned.Volumes {
 			vols = append(vols, fmt.Sprintf("variables.newOurVols.exists_one(v, v.name == %s)", strconv.Quote(v.Name)),
@@ -265,7 +264,6 @@ func WorkloadPolicy(c Config) install.Policy {
 			{"oldHash", "variables.oldAnn[?" + hashKey + "].orValue('')"},
 			{"newPod", "variables.newTmpl.?spec.orValue({})"},
 			{"oldPod", "variables.oldTmpl.?spec.orValue({})"},
-			{"hostNetwork", "variables.newPod.?hostNetwork.orValue(false)"},
 			{"newInit", "variables.newPod.?initContainers.orValue([])"},
 			{"oldInit", "variables.oldPod.?initContainers.orValue([])"},
 			{"newSidecar", "variables.newInit.filter(c, c.name == " + ours + ")"},
