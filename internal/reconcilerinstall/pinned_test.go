@@ -34,9 +34,9 @@ func TestPinnedIsWhatTheAPIServerStores(t *testing.T) {
 		"resources": {configure: func(c *rbacproxy.Config) {
 			c.Resources.Requests, c.Resources.Limits = map[string]string{"cpu": "0.005", "memory": "32Mi"}, map[string]string{"memory": "64Mi"}
 		}},
-		"untagged":     {configure: func(c *rbacproxy.Config) { c.Image = "quay.io/brancz/kube-rbac-proxy" }},
-		"latest":       {configure: func(c *rbacproxy.Config) { c.Image = "quay.io/brancz/kube-rbac-proxy:latest" }},
-		"digest":       {configure: func(c *rbacproxy.Config) { c.Image = digest }},
+		"untagged": {configure: func(c *rbacproxy.Config) { c.Image = "quay.io/brancz/kube-rbac-proxy" }},
+		"latest":   {configure: func(c *rbacproxy.Config) { c.Image = "quay.io/brancz/kube-rbac-proxy:latest" }},
+		"digest":   {configure: func(c *rbacproxy.Config) { c.Image = digest }},
 		// No hostPort is defaulted in a template, even with hostNetwork.
 		"host network": {configure: func(*rbacproxy.Config) {}, hostNetwork: true},
 	} {
