@@ -68,6 +68,7 @@ type rbacProxyModel struct {
 	ServiceAccountName types.String             `tfsdk:"service_account_name"`
 	ConfigHash         types.String             `tfsdk:"config_hash"`
 	Args               types.List               `tfsdk:"args"`
+	PinnedSidecar      types.String             `tfsdk:"pinned_sidecar"`
 	ObjectsInSync      types.Bool               `tfsdk:"objects_in_sync"`
 }
 
@@ -233,6 +234,11 @@ func (r *rbacProxyResource) Schema(ctx context.Context, _ resource.SchemaRequest
 				MarkdownDescription: "Hex SHA-256 of the proxy's config file, the value of the pod-template annotation `" + rbacproxy.ConfigHashAnnotation + "`."},
 			"args": schema.ListAttribute{Computed: true, ElementType: types.StringType,
 				MarkdownDescription: "The sidecar's arguments exactly as applied: review them in the plan."},
+			"pinned_sidecar": schema.StringAttribute{Computed: true,
+				MarkdownDescription: "The whole sidecar as the API server stores it, as JSON: the container (every field, with the values the API " +
+					"server defaults — `terminationMessagePath`, `terminationMessagePolicy`, `imagePullPolicy`, the probes' timings — filled in), " +
+					"its volumes (with their default `defaultMode`) and the config hash. Pass it to `kmshealth_reconciler`'s `rbac_proxy_sidecars` " +
+					"entry as `pinned_sidecar`: its admission policy then lets the reconciler write exactly this sidecar, field for field, and nothing else."},
 			"objects_in_sync": schema.BoolAttribute{Computed: true,
 				MarkdownDescription: "`false` when, at the last refresh, the sidecar, its volumes or annotation, the config ConfigMap, the binding, the " +
 					"Service port or the NetworkPolicy was missing or changed out of band (e.g. the sidecar removed by a `kubectl replace` of the " +
@@ -886,10 +892,10 @@ func (m *rbacProxyModel) fromConfig(ctx context.Context, c rbacproxy.Config, dia
 	m.ServiceAccountName = types.StringValue(c.ServiceAccountName)
 }
 
-// setRendered fills config_hash and args from c, or leaves them unknown
+// setRendered fills config_hash, args and pinned_sidecar from c, or leaves them unknown
 // when c is not complete yet.
 func (m *rbacProxyModel) setRendered(c rbacproxy.Config, complete bool) {
-	m.ConfigHash, m.Args = types.StringUnknown(), types.ListUnknown(types.StringType)
+	m.ConfigHash, m.Args, m.PinnedSidecar = types.StringUnknown(), types.ListUnknown(types.StringType), types.StringUnknown()
 	if !complete {
 		return
 	}
@@ -899,6 +905,9 @@ func (m *rbacProxyModel) setRendered(c rbacproxy.Config, complete bool) {
 	}
 	m.ConfigHash = types.StringValue(hash)
 	m.Args = listValue(c.Args())
+	if pinned, err := c.EncodePinned(); err == nil {
+		m.PinnedSidecar = types.StringValue(pinned)
+	}
 }
 
 // Problems of a Config, at their attributes.

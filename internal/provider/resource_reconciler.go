@@ -94,9 +94,10 @@ var reconcilerTLSProfileType = types.ObjectType{AttrTypes: map[string]attr.Type{
 
 // reconcilerRBACProxyModel is one element of rbac_proxy_sidecars.
 type reconcilerRBACProxyModel struct {
-	Target types.Object `tfsdk:"target"` // of rbacProxyTargetType
-	Image  types.String `tfsdk:"image"`
-	Args   types.List   `tfsdk:"args"`
+	Target        types.Object `tfsdk:"target"` // of rbacProxyTargetType
+	Image         types.String `tfsdk:"image"`
+	Args          types.List   `tfsdk:"args"`
+	PinnedSidecar types.String `tfsdk:"pinned_sidecar"`
 }
 
 var (
@@ -105,6 +106,7 @@ var (
 	}}
 	reconcilerRBACProxyType = types.ObjectType{AttrTypes: map[string]attr.Type{
 		"target": rbacProxyTargetType, "image": types.StringType, "args": types.ListType{ElemType: types.StringType},
+		"pinned_sidecar": types.StringType,
 	}}
 )
 
@@ -119,6 +121,7 @@ func (m *reconcilerModel) rbacProxies(ctx context.Context) ([]reconcilerinstall.
 		p := reconcilerinstall.RBACProxy{
 			Target: rbacproxy.Target{Kind: rbacproxy.Kind(t.Kind.ValueString()), Namespace: t.Namespace.ValueString(), Name: t.Name.ValueString()},
 			Image:  e.Image.ValueString(),
+			Pinned: e.PinnedSidecar.ValueString(),
 		}
 		diags.Append(e.Args.ElementsAs(ctx, &p.Args, false)...)
 		out = append(out, p)
@@ -136,7 +139,7 @@ func rbacProxiesValue(ctx context.Context, proxies []reconcilerinstall.RBACProxy
 		diags.Append(d...)
 		args, d := types.ListValueFrom(ctx, types.StringType, p.Args)
 		diags.Append(d...)
-		elems = append(elems, reconcilerRBACProxyModel{Target: target, Image: types.StringValue(p.Image), Args: args})
+		elems = append(elems, reconcilerRBACProxyModel{Target: target, Image: types.StringValue(p.Image), Args: args, PinnedSidecar: types.StringValue(p.Pinned)})
 	}
 	v, d := types.ListValueFrom(ctx, reconcilerRBACProxyType, elems)
 	diags.Append(d...)
@@ -149,7 +152,7 @@ func sameRBACProxies(a, b []reconcilerinstall.RBACProxy) bool {
 	key := func(ps []reconcilerinstall.RBACProxy) []string {
 		out := make([]string, len(ps))
 		for i, p := range ps {
-			out[i] = p.Target.String() + " " + p.Image + " " + strings.Join(p.Args, "\x00")
+			out[i] = p.Target.String() + " " + p.Image + " " + strings.Join(p.Args, "\x00") + " " + p.Pinned
 		}
 		slices.Sort(out)
 		return out
@@ -377,12 +380,12 @@ func (r *reconcilerResource) Schema(ctx context.Context, _ resource.SchemaReques
 				Default: listdefault.StaticValue(types.ListValueMust(reconcilerRBACProxyType, []attr.Value{})),
 				MarkdownDescription: "The workloads of `kmshealth_rbac_proxy_sidecar` whose sidecar the reconciler puts back when a Helm upgrade " +
 					"or `kubectl replace` removes it (`--rbac-proxy-configmaps`; it learns each sidecar from the resource's config ConfigMap). Write " +
-					"`[for s in [kmshealth_rbac_proxy_sidecar.x] : { target = s.target, image = s.image, args = s.args }]`. A Role " +
+					"`[for s in [kmshealth_rbac_proxy_sidecar.x] : { target = s.target, image = s.image, args = s.args, pinned_sidecar = s.pinned_sidecar }]`. A Role " +
 					"`kmshealth-reconciler-<name>-rbac-proxies` in each workload namespace grants get/list/watch on exactly the config ConfigMaps, " +
 					"get/list/watch/patch on exactly these workloads (by `resourceNames`) and Events there; and with `admission_policy`, the API " +
-					"server lets the reconciler write into these workloads only this sidecar — exactly this `image` and these `args`, no command, " +
-					"environment, privilege or other mount — its config and TLS volumes and its config hash annotation. Pass the sidecar " +
-					"resource's own values, so a change of the sidecar updates the pin in the same apply.",
+					"server lets the reconciler write into these workloads only this sidecar, whole — the container of `pinned_sidecar` field for " +
+					"field (no command, environment, hook, extra probe, port or security option beyond it) — its config and TLS volumes as recorded " +
+					"and its config hash annotation. Pass the sidecar resource's own values, so a change of the sidecar updates the pin in the same apply.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"target": schema.SingleNestedAttribute{Required: true,
 						MarkdownDescription: "The protected workload: the sidecar resource's `target`.",
@@ -399,6 +402,10 @@ func (r *reconcilerResource) Schema(ctx context.Context, _ resource.SchemaReques
 					"args": schema.ListAttribute{Required: true, ElementType: types.StringType,
 						Validators:          []validator.List{listvalidator.SizeAtLeast(1)},
 						MarkdownDescription: "The sidecar's arguments: the sidecar resource's `args`. The admission policy allows no others."},
+					"pinned_sidecar": schema.StringAttribute{Required: true,
+						MarkdownDescription: "The whole sidecar: the sidecar resource's `pinned_sidecar` (JSON). The admission policy requires the " +
+							"sidecar the reconciler writes to equal its container field for field, and its volumes and config hash; its `image` and " +
+							"`args` must be this entry's."},
 				}},
 				Validators: []validator.List{listvalidator.UniqueValues()},
 			},

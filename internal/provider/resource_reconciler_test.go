@@ -1262,7 +1262,7 @@ resource "kmshealth_rbac_proxy_sidecar" "api" {
 resource "kmshealth_reconciler" "test" {
   namespace           = %[2]q
   replicas            = 1
-  rbac_proxy_sidecars = [for s in [kmshealth_rbac_proxy_sidecar.api] : { target = s.target, image = s.image, args = s.args }]
+  rbac_proxy_sidecars = [for s in [kmshealth_rbac_proxy_sidecar.api] : { target = s.target, image = s.image, args = s.args, pinned_sidecar = s.pinned_sidecar }]
   wait_for_rollout    = false # no kubelet here: the test runs the reconciler as a process
 }
 `, appNS, ns)

@@ -64,9 +64,10 @@ resource "kmshealth_reconciler" "this" {
   ]
 
   # And puts each kube-rbac-proxy sidecar below back when a Helm upgrade or
-  # a kubectl replace removes it, pinned to exactly its image and arguments.
+  # a kubectl replace removes it, pinned whole: exactly its container
+  # (pinned_sidecar, field for field), volumes and config hash.
   rbac_proxy_sidecars = [
-    for s in kmshealth_rbac_proxy_sidecar.this : { target = s.target, image = s.image, args = s.args }
+    for s in kmshealth_rbac_proxy_sidecar.this : { target = s.target, image = s.image, args = s.args, pinned_sidecar = s.pinned_sidecar }
   ]
 
   kms_target        = local.kms_target
