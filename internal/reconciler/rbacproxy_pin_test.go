@@ -73,4 +73,18 @@ func TestReconcileRBACProxyRestoresWholeSidecar(t *testing.T) {
 			assertUserPartKept(t, live)
 		})
 	}
+
+	// Destroy after restores still leaves nothing of ours: the restore's
+	// JSON patch must not leave fields that releasing does not remove.
+	p.Stop()
+	if err := cfg.Uninstall(ctx, env.Clientset()); err != nil {
+		t.Fatal(err)
+	}
+	after, err := deployments.Get(ctx, cfg.Target.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hasSidecar(&after.Spec.Template) {
+		t.Errorf("the sidecar, its volumes or annotation stayed after Uninstall: %+v", after.Spec.Template)
+	}
 }
