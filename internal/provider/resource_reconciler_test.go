@@ -1306,6 +1306,7 @@ resource "kmshealth_reconciler" "test" {
 				Check: resource.ComposeAggregateTestCheckFunc(
 					resource.TestCheckResourceAttr("kmshealth_reconciler.test", "rbac_proxy_sidecars.0.target.name", "api"),
 					resource.TestCheckResourceAttrPair("kmshealth_reconciler.test", "rbac_proxy_sidecars.0.args.#", "kmshealth_rbac_proxy_sidecar.api", "args.#"),
+					resource.TestCheckResourceAttrPair("kmshealth_reconciler.test", "rbac_proxy_sidecars.0.pinned_sidecar", "kmshealth_rbac_proxy_sidecar.api", "pinned_sidecar"),
 					putBack,
 				),
 			},

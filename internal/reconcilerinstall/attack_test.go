@@ -129,7 +129,13 @@ func TestReconcilerAttacks(t *testing.T) {
 	// ClusterRole), the policy still keeps the reconciler off the local
 	// APIService v1. and off every field but the caBundle.
 	widen := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "attack-widened"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{apiregv1.GroupName}, Resources: []string{"apiservices"}, Verbs: []string{"get", "patch"}}}}
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{apiregv1.GroupName}, Resources: []string{"apiservices"}, Verbs: []string{"get", "patch"}},
+			// Issue 21: what a wider role reaches besides — /status, and
+			// the KMS target itself rather than its /status.
+			{APIGroups: []string{apiregv1.GroupName}, Resources: []string{"apiservices/status"}, Verbs: []string{"patch"}},
+			{APIGroups: []string{target.Target.Group}, Resources: []string{target.Target.Resource}, Verbs: []string{"patch", "delete"}},
+		}}
 	if _, err := core.RbacV1().ClusterRoles().Create(ctx, widen, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -156,6 +162,16 @@ func TestReconcilerAttacks(t *testing.T) {
 	if err := bundle(managed.Name); err != nil {
 		t.Errorf("with widened RBAC, the reconciler can no longer write the caBundle it keeps: %v", err)
 	}
+	_, err = asAgg.APIServices().Patch(ctx, managed.Name, types.MergePatchType,
+		[]byte(`{"status":{"conditions":[{"type":"Available","status":"True","reason":"Forged","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`), metav1.PatchOptions{}, "status")
+	testenv.Denied(t, "with widened RBAC, the reconciler's token forges a managed APIService's /status", err,
+		testenv.PolicyDenial(apiservices), "may not write an APIService through a subresource")
+	kmsTarget := asDyn.Resource(target.Target.GVR())
+	_, err = kmsTarget.Patch(ctx, target.Target.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"forged":"yes"}}}`), metav1.PatchOptions{})
+	testenv.Denied(t, "with widened RBAC, the reconciler's token changes the KMS target itself", err,
+		testenv.PolicyDenial(kms), "may only update the status of the KMS target")
+	testenv.Denied(t, "with widened RBAC, the reconciler's token deletes the KMS target",
+		kmsTarget.Delete(ctx, target.Target.Name, metav1.DeleteOptions{}), testenv.PolicyDenial(kms), "may only update the status of the KMS target")
 }
 
 // asReconciler is a client configuration with the reconciler's real token,
