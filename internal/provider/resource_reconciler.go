@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -478,6 +479,40 @@ func (r *reconcilerResource) ValidateConfig(ctx context.Context, req resource.Va
 		return
 	}
 	m.validateMemory(&resp.Diagnostics, reconcilerinstall.DefaultResources())
+	m.validatePinnedSidecars(ctx, &resp.Diagnostics)
+}
+
+// validatePinnedSidecars checks, at plan time where known, that each
+// rbac_proxy_sidecars entry's pinned_sidecar decodes and is the sidecar of
+// its image and args (the installer checks the same at apply).
+func (m *reconcilerModel) validatePinnedSidecars(ctx context.Context, diags *diag.Diagnostics) {
+	if m.RBACProxies.IsNull() || m.RBACProxies.IsUnknown() {
+		return
+	}
+	var elems []reconcilerRBACProxyModel
+	if d := m.RBACProxies.ElementsAs(ctx, &elems, false); d.HasError() {
+		return // unknown parts: judged at apply
+	}
+	for i, e := range elems {
+		if e.PinnedSidecar.IsNull() || e.PinnedSidecar.IsUnknown() {
+			continue
+		}
+		at := path.Root("rbac_proxy_sidecars").AtListIndex(i).AtName("pinned_sidecar")
+		pinned, err := rbacproxy.DecodePinned(e.PinnedSidecar.ValueString())
+		if err != nil {
+			diags.AddAttributeError(at, "Invalid pinned_sidecar", "rbac_proxy_sidecars["+strconv.Itoa(i)+"].pinned_sidecar: "+err.Error()+"; write the entry as "+
+				"`{ target = s.target, image = s.image, args = s.args, pinned_sidecar = s.pinned_sidecar }`.")
+			continue
+		}
+		var args []string
+		if e.Image.IsUnknown() || e.Args.IsUnknown() || e.Args.ElementsAs(ctx, &args, false).HasError() {
+			continue
+		}
+		if pinned.Container.Image != e.Image.ValueString() || !slices.Equal(pinned.Container.Args, args) {
+			diags.AddAttributeError(at, "pinned_sidecar of another sidecar",
+				"Its image and args are not this entry's: pass image, args and pinned_sidecar of the same kmshealth_rbac_proxy_sidecar.")
+		}
+	}
 }
 
 // ModifyPlan fills the default image from the provider's version and the

@@ -926,6 +926,9 @@ tls_profiles = [{ namespace = "apps", name = "p", rollout_targets = [{ kind = "P
 tls_profiles = [{ namespace = "Apps", name = "p" }]`, `(?s)Invalid value.*"Apps" is not a namespace name`),
 			planOnly(`namespace = "ok"
 tls_profiles = [{ namespace = "apps", name = "p" }, { namespace = "apps", name = "p" }]`, `(?s)Duplicate List Value.*tls_profiles.*duplicate values`),
+			planOnly(`namespace = "ok"
+rbac_proxy_sidecars = [{ target = { kind = "Deployment", namespace = "apps", name = "web" }, image = "quay.io/brancz/kube-rbac-proxy:v0.19.1", args = ["--upstream=http://127.0.0.1:8080/"], pinned_sidecar = "{}" }]`,
+				`(?s)Invalid pinned_sidecar.*rbac_proxy_sidecars\[0\].pinned_sidecar: decode the pinned sidecar.*pinned_sidecar = s.pinned_sidecar`),
 		},
 	})
 }

@@ -48,12 +48,12 @@ type Pinned struct {
 // The API server's container and volume defaults (k8s.io/api/core/v1
 // documents each).
 const (
-	defaultProbeTimeoutSeconds    int32 = 1
-	defaultProbePeriodSeconds     int32 = 10
-	defaultProbeSuccessThreshold  int32 = 1
-	defaultProbeFailureThreshold  int32 = 3
-	defaultVolumeMode             int32 = 0o644
-	defaultPullPolicyUntaggedOrAt       = "latest"
+	defaultProbeTimeoutSeconds   int32 = 1
+	defaultProbePeriodSeconds    int32 = 10
+	defaultProbeSuccessThreshold int32 = 1
+	defaultProbeFailureThreshold int32 = 3
+	defaultVolumeMode            int32 = 0o644
+	latestTag                          = "latest"
 )
 
 // Pinned is c's part of the pod template, normalised with the API server's
@@ -158,7 +158,7 @@ func defaultPullPolicy(image string) corev1.PullPolicy {
 	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
 		tag = name[i+1:]
 	}
-	if tag == defaultPullPolicyUntaggedOrAt || (tag == "" && digest == "") {
+	if tag == latestTag || (tag == "" && digest == "") {
 		return corev1.PullAlways
 	}
 	return corev1.PullIfNotPresent
