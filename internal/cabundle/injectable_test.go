@@ -75,7 +75,9 @@ func createWebhookConfiguration(t *testing.T, kind string, installerBundle []byt
 				FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}})
 		}
 		obj, err = object(c.ValidatingWebhookConfigurations().Create(t.Context(), o, metav1.CreateOptions{FieldManager: installer}))
-		t.Cleanup(func() { _ = c.ValidatingWebhookConfigurations().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = c.ValidatingWebhookConfigurations().Delete(context.Background(), name, metav1.DeleteOptions{})
+		})
 	case KindMutatingWebhookConfiguration:
 		o := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		for i, n := range webhookNames {
@@ -83,7 +85,9 @@ func createWebhookConfiguration(t *testing.T, kind string, installerBundle []byt
 				FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}})
 		}
 		obj, err = object(c.MutatingWebhookConfigurations().Create(t.Context(), o, metav1.CreateOptions{FieldManager: installer}))
-		t.Cleanup(func() { _ = c.MutatingWebhookConfigurations().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = c.MutatingWebhookConfigurations().Delete(context.Background(), name, metav1.DeleteOptions{})
+		})
 	}
 	if err != nil {
 		t.Fatalf("create %s %s: %v", kind, name, err)
