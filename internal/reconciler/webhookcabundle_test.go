@@ -41,7 +41,9 @@ func waitForSlots(t testing.TB, inj cabundle.Injectable, name string, slots []st
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	ri := dynamic.NewForConfigOrDie(env.RESTConfig()).Resource(webhookGVRs[inj.Kind()])
-	lw := kube.ListWatch(ri.List, ri.Watch, func(o *metav1.ListOptions) { o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String() })
+	lw := kube.ListWatch(ri.List, ri.Watch, func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+	})
 	done := func() (bool, error) {
 		live, err := inj.Get(ctx, name)
 		if err != nil {
