@@ -3,6 +3,9 @@ package reconcilerinstall
 import (
 	"context"
 	"encoding/base64"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -16,6 +19,7 @@ import (
 	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testpki"
 )
@@ -231,4 +235,66 @@ func createAttackCRD(t *testing.T, ext apiextensionsclient.Interface, prefix str
 	}
 	t.Cleanup(func() { _ = c.Delete(context.Background(), crd.Name, metav1.DeleteOptions{}) })
 	return crd.Name
+}
+
+// TestWebhookPoliciesCoverEverySubresource asks the API server (discovery)
+// for every subresource of the kinds whose caBundles the reconciler
+// writes, and requires the admission policies to match each: a widened
+// role must find no way around them.
+func TestWebhookPoliciesCoverEverySubresource(t *testing.T) {
+	c := Config{Namespace: "ns", Name: "rec"}
+	matched := map[string][]string{}
+	for _, p := range []install.Policy{WebhookConfigurationPolicy(c), CRDPolicy(c)} {
+		matched[p.Group] = append(matched[p.Group], p.Resources...)
+	}
+	disc := env.Clientset().Discovery()
+	for _, r := range webhookResources {
+		gv := r.group + "/v1"
+		list, err := disc.ServerResourcesForGroupVersion(gv)
+		if err != nil {
+			t.Fatalf("discovery of %s: %v", gv, err)
+		}
+		found := false
+		for _, res := range list.APIResources {
+			if res.Name != r.resource && !strings.HasPrefix(res.Name, r.resource+"/") {
+				continue
+			}
+			found = found || res.Name == r.resource
+			if !slices.Contains(matched[r.group], res.Name) {
+				t.Errorf("the API server serves %s %s, which no reconciler admission policy matches", gv, res.Name)
+			}
+		}
+		if !found {
+			t.Errorf("discovery of %s has no %s", gv, r.resource)
+		}
+	}
+}
+
+// TestWebhookCABundlesReadBack: what Apply recorded is what Observe reads
+// back (import and drift of kmshealth_reconciler.webhook_ca_bundles).
+func TestWebhookCABundlesReadBack(t *testing.T) {
+	createNamespace(t, env.Clientset(), "rec-wh-readback")
+	src := cabundle.Source{Kind: cabundle.KindConfigMap, Namespace: "default", Name: "ca", Key: "ca.crt"}
+	c := Config{Namespace: "rec-wh-readback", Name: "rec", Image: "x", Replicas: 1, WebhookCABundles: []cabundle.Kept{
+		{Target: cabundle.Target{Kind: cabundle.KindCustomResourceDefinition, Name: "things.example.com"}, Source: src},
+		{Target: cabundle.Target{Kind: cabundle.KindValidatingWebhookConfiguration, Name: "hooks", Webhooks: []string{"a.example.com", "b.example.com"}}, Source: src},
+	}}
+	mustApply(t, c)
+	t.Cleanup(func() { _ = Delete(context.Background(), clients(), c.Namespace, c.Name, false) })
+	if got := observe(t, c).Config().WebhookCABundles; !reflect.DeepEqual(got, c.WebhookCABundles) {
+		t.Errorf("read back %+v, want %+v", got, c.WebhookCABundles)
+	}
+	role := BuildClusterRole(c)
+	var names []string
+	for _, r := range role.Rules {
+		if slices.Contains(r.Resources, "validatingwebhookconfigurations") || slices.Contains(r.Resources, "customresourcedefinitions") && slices.Contains(r.ResourceNames, "things.example.com") {
+			names = append(names, r.ResourceNames...)
+			if !slices.Equal(r.Verbs, []string{"get", "list", "watch", "patch"}) {
+				t.Errorf("rule %v: verbs %v, want get/list/watch/patch", r.Resources, r.Verbs)
+			}
+		}
+	}
+	if slices.Sort(names); !slices.Equal(names, []string{"hooks", "things.example.com"}) {
+		t.Errorf("ClusterRole grants webhook kinds on %v, want exactly the kept objects", names)
+	}
 }
