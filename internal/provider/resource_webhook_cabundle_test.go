@@ -502,3 +502,69 @@ func TestAccWebhookCABundle_badInput(t *testing.T) {
 		},
 	})
 }
+
+// TestAccWebhookCABundle_keptByReconciler: the resources' ids and sources
+// feed kmshealth_reconciler.webhook_ca_bundles; the record holds exactly
+// them, and the next plan is empty.
+func TestAccWebhookCABundle_keptByReconciler(t *testing.T) {
+	ns, srcNS := uniqueName(t), uniqueName(t)+"-src"
+	mustCreateNamespace(t, ns)
+	mustCreateNamespace(t, srcNS)
+	ca := newCertPEM(t, "ca", certOpts{})
+	mustCreateSecret(t, srcNS, "hook-ca", map[string][]byte{"ca.crt": []byte(ca)})
+	hooks := createWebhookConfig(t, cabundle.KindMutatingWebhookConfiguration, "")
+	crd := createConversionCRD(t, apiextensionsv1.WebhookConverter)
+	config := providerBlock() + fmt.Sprintf(`
+resource "kmshealth_webhook_cabundle" "hooks" {
+  kind     = "MutatingWebhookConfiguration"
+  name     = %q
+  webhooks = [%q]
+  source {
+    kind      = "Secret"
+    namespace = %q
+    name      = "hook-ca"
+    key       = "ca.crt"
+  }
+}
+
+resource "kmshealth_webhook_cabundle" "crd" {
+  kind      = "CustomResourceDefinition"
+  name      = %q
+  ca_bundle = %q
+}
+
+resource "kmshealth_reconciler" "test" {
+  namespace          = %q
+  name               = "rec"
+  webhook_ca_bundles = { for r in [kmshealth_webhook_cabundle.hooks, kmshealth_webhook_cabundle.crd] : r.id => { source = r.ca_bundle_source, webhooks = r.webhooks } }
+  wait_for_rollout   = false # no kubelet here
+}
+`, hooks, testWebhooks[0], srcNS, crd, ca, ns)
+	hookSrc := "Secret/" + srcNS + "/hook-ca/ca.crt"
+	crdSrc := "ConfigMap/kube-system/kmshealth-cabundle-crd-" + crd + "/ca.crt"
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6,
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr("kmshealth_reconciler.test", "webhook_ca_bundles.MutatingWebhookConfiguration/"+hooks+".source", hookSrc),
+					resource.TestCheckResourceAttr("kmshealth_reconciler.test", "webhook_ca_bundles.CustomResourceDefinition/"+crd+".source", crdSrc),
+					func(*terraform.State) error {
+						rec, err := env.Clientset().CoreV1().ConfigMaps(ns).Get(context.Background(), "rec-record", metav1.GetOptions{})
+						if err != nil {
+							return err
+						}
+						good, bad := cabundle.TargetsFromRecord(rec.Data)
+						h, c := good[cabundle.KindMutatingWebhookConfiguration+"/"+hooks], good[cabundle.KindCustomResourceDefinition+"/"+crd]
+						if len(good) != 2 || len(bad) != 0 || h.Source.String() != hookSrc || strings.Join(h.Target.Webhooks, ",") != testWebhooks[0] || c.Source.String() != crdSrc {
+							return fmt.Errorf("record holds %+v (bad %v), want the two kept objects", good, bad)
+						}
+						return nil
+					},
+				),
+			},
+			{Config: config, PlanOnly: true},
+		},
+	})
+}
