@@ -66,6 +66,7 @@ type reconcilerModel struct {
 	Image           types.String   `tfsdk:"image"`
 	Replicas        types.Int64    `tfsdk:"replicas"`
 	CABundles       types.Map      `tfsdk:"ca_bundles"`
+	WebhookBundles  types.Map      `tfsdk:"webhook_ca_bundles"` // of reconcilerWebhookBundleType
 	KMSTarget       types.String   `tfsdk:"kms_target"`
 	KMSMaxStaleness types.String   `tfsdk:"kms_max_staleness"`
 	FieldManager    types.String   `tfsdk:"field_manager"`
@@ -254,6 +255,9 @@ func (m *reconcilerModel) config(ctx context.Context) (reconcilerinstall.Config,
 		}
 		c.CABundles[apiservice] = s
 	}
+	kept, d := webhookBundlesConfig(ctx, m.WebhookBundles)
+	diags.Append(d...)
+	c.WebhookCABundles = kept
 	profiles, d := m.tlsProfiles(ctx)
 	diags.Append(d...)
 	c.TLSProfiles = profiles
@@ -343,6 +347,7 @@ func (r *reconcilerResource) Schema(ctx context.Context, _ resource.SchemaReques
 					mapvalidator.ValueStringsAre(caBundleSource{}),
 				},
 			},
+			"webhook_ca_bundles": webhookBundlesAttribute(),
 			"tls_profiles": schema.ListNestedAttribute{
 				Optional: true, Computed: true,
 				Default: listdefault.StaticValue(types.ListValueMust(reconcilerTLSProfileType, []attr.Value{})),
@@ -690,6 +695,9 @@ func (r *reconcilerResource) Read(ctx context.Context, req resource.ReadRequest,
 	recorded, diags := types.MapValueFrom(ctx, types.StringType, bundles)
 	resp.Diagnostics.Append(diags...)
 	state.CABundles = recorded
+	webhookBundles, diags := webhookBundlesValue(ctx, got.WebhookCABundles)
+	resp.Diagnostics.Append(diags...)
+	state.WebhookBundles = webhookBundles
 	// The profiles as recorded, in the configuration's order and shape when
 	// they are the same.
 	if !sameTLSProfiles(got.TLSProfiles, want.TLSProfiles) || state.TLSProfiles.IsNull() || state.TLSProfiles.IsUnknown() {
