@@ -45,7 +45,12 @@ func TestPoliciesMatchEverySubresource(t *testing.T) {
 		CABundles: map[string]cabundle.Source{"v1.x.example.com": {Kind: cabundle.KindSecret, Namespace: "cov-src", Name: "ca", Key: "ca.crt"}},
 		TLSProfiles: []TLSProfile{{Namespace: "cov-app", Name: "tls", Targets: []tlsprofile.Target{
 			{Kind: "DaemonSet", Namespace: "cov-app", Name: "agent"}, {Kind: "Deployment", Namespace: "cov-app", Name: "web"}}}},
-		RBACProxies: []RBACProxy{rbacProxyEntry(t, cfg)}}
+		RBACProxies: []RBACProxy{rbacProxyEntry(t, cfg)},
+		WebhookCABundles: []cabundle.Kept{
+			{Target: cabundle.Target{Kind: cabundle.KindValidatingWebhookConfiguration, Name: "v"}, Source: cabundle.Source{Kind: cabundle.KindSecret, Namespace: "cov-src", Name: "ca", Key: "ca.crt"}},
+			{Target: cabundle.Target{Kind: cabundle.KindMutatingWebhookConfiguration, Name: "m"}, Source: cabundle.Source{Kind: cabundle.KindSecret, Namespace: "cov-src", Name: "ca", Key: "ca.crt"}},
+			{Target: cabundle.Target{Kind: cabundle.KindCustomResourceDefinition, Name: "things.example.com"}, Source: cabundle.Source{Kind: cabundle.KindSecret, Namespace: "cov-src", Name: "ca", Key: "ca.crt"}},
+		}}
 	objs, err := Build(c)
 	if err != nil {
 		t.Fatal(err)
@@ -69,13 +74,14 @@ func TestPoliciesMatchEverySubresource(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"apps/deployments", "apps/statefulsets", "apps/daemonsets", "/configmaps", "apiregistration.k8s.io/apiservices", target.Target.Group + "/" + target.Target.Resource} {
+	for _, want := range []string{"apps/deployments", "apps/statefulsets", "apps/daemonsets", "/configmaps", "apiregistration.k8s.io/apiservices", target.Target.Group + "/" + target.Target.Resource,
+		"admissionregistration.k8s.io/validatingwebhookconfigurations", "admissionregistration.k8s.io/mutatingwebhookconfigurations", "apiextensions.k8s.io/customresourcedefinitions"} {
 		if !written[want] {
 			t.Errorf("the reconciler's RBAC grants no write on %s; the test would not look at it", want)
 		}
 	}
 	matched := map[string]bool{} // group/resource[/subresource] or group/resource/*
-	for _, p := range []install.Policy{APIServicePolicy(c), KMSStatusPolicy(c), TLSConfigMapPolicy(c), WorkloadPolicy(c)} {
+	for _, p := range []install.Policy{APIServicePolicy(c), WebhookConfigurationPolicy(c), CRDPolicy(c), KMSStatusPolicy(c), TLSConfigMapPolicy(c), WorkloadPolicy(c)} {
 		for _, res := range p.Resources {
 			matched[p.Group+"/"+res] = true
 		}
