@@ -211,7 +211,7 @@ func checkDeploymentSpec(namespace, name, image string, replicas int32) resource
 		}
 		// The two --kms-* flags that follow are checked by checkKMSArgs,
 		// the --field-manager after them by checkArg.
-		wantArgs := []string{"reconcile", "--namespace=$(POD_NAMESPACE)", "--leader-elect=true", "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081",
+		wantArgs := []string{"reconcile", "--namespace=$(POD_NAMESPACE)", "--leader-elect=true", "--leader-elect-lease-name=" + name, "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081",
 			"--record-configmap=" + name + "-record"}
 		if len(ct.Args) != len(wantArgs)+3 || !slices.Equal(ct.Args[:len(wantArgs)], wantArgs) {
 			fail("args %q, want %q", ct.Args, wantArgs)

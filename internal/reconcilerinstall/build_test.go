@@ -124,7 +124,7 @@ func TestBuildDeployment(t *testing.T) {
 	if ct.Name != "reconciler" || ct.Image != "ghcr.io/kmshealth/terraform-provider-kmshealth:v1.2.3" {
 		t.Errorf("container %s image %s", ct.Name, ct.Image)
 	}
-	if !slices.Equal(ct.Args, []string{"reconcile", "--namespace=$(POD_NAMESPACE)", "--leader-elect=true", "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081",
+	if !slices.Equal(ct.Args, []string{"reconcile", "--namespace=$(POD_NAMESPACE)", "--leader-elect=true", "--leader-elect-lease-name=kmshealth-reconciler", "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081",
 		"--record-configmap=kmshealth-reconciler-record", "--kms-target=kmshealth.io/v1alpha1/kmshealths/cluster", "--kms-max-staleness=2m0s", "--field-manager=kmshealth"}) {
 		t.Errorf("args %q", ct.Args)
 	}
