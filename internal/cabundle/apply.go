@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	apiregclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset/typed/apiregistration/v1"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 )
 
 // Names shared with the reconciler and the docs.
@@ -26,11 +28,12 @@ const (
 	// its caBundle must equal; the reconciler watches APIServices that carry it.
 	SourceAnnotation = "kmshealth.io/ca-bundle-source"
 	// DefaultFieldManager owns every caBundle kmshealth writes and
-	// SourceAnnotation, in the resources and the reconciler alike.
-	DefaultFieldManager = "kmshealth"
+	// SourceAnnotation, in the resources and the reconciler alike, unless
+	// a resource's field_manager names another (then the reconciler's too).
+	DefaultFieldManager = kube.FieldManager
 	// ManagedByLabel/ManagedByValue mark objects kmshealth created and may delete.
-	ManagedByLabel = "app.kubernetes.io/managed-by"
-	ManagedByValue = "kmshealth"
+	ManagedByLabel = kube.ManagedByLabel
+	ManagedByValue = kube.ManagedByValue
 	// BundleForAnnotation on an inline ConfigMap names the APIService it
 	// feeds (an annotation: APIService names outgrow label values).
 	BundleForAnnotation = "kmshealth.io/ca-bundle-for"

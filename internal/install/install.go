@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 )
 
 const (
@@ -26,7 +26,7 @@ const (
 	// modes never skew.
 	ImageRepository = "ghcr.io/kmshealth/terraform-provider-kmshealth"
 	// FieldManager writes every object, as for all kmshealth resources.
-	FieldManager = cabundle.DefaultFieldManager
+	FieldManager = kube.FieldManager
 )
 
 // The image a release published, set at link time by the release build

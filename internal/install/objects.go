@@ -7,10 +7,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 )
 
-// The labels that, with cabundle.ManagedByLabel and Owner.NamespaceLabel,
+// The labels that, with kube.ManagedByLabel and Owner.NamespaceLabel,
 // mark every object of one installation.
 const (
 	NameLabel      = "app.kubernetes.io/name"      // Owner.App
@@ -35,11 +35,11 @@ type Owner struct {
 // parts apart.
 func (o Owner) Labels(component string) map[string]string {
 	return map[string]string{
-		cabundle.ManagedByLabel: cabundle.ManagedByValue,
-		NameLabel:               o.App,
-		InstanceLabel:           o.Name,
-		o.NamespaceLabel:        o.Namespace,
-		ComponentLabel:          component,
+		kube.ManagedByLabel: kube.ManagedByValue,
+		NameLabel:           o.App,
+		InstanceLabel:       o.Name,
+		o.NamespaceLabel:    o.Namespace,
+		ComponentLabel:      component,
 	}
 }
 
@@ -52,7 +52,7 @@ func (o Owner) SelectorLabels() map[string]string {
 // component).
 func (o Owner) Selector() string {
 	return strings.Join([]string{
-		cabundle.ManagedByLabel + "=" + cabundle.ManagedByValue,
+		kube.ManagedByLabel + "=" + kube.ManagedByValue,
 		NameLabel + "=" + o.App,
 		InstanceLabel + "=" + o.Name,
 		o.NamespaceLabel + "=" + o.Namespace,
@@ -64,7 +64,7 @@ func (o Owner) Selector() string {
 // in managedFields (and no other installation's labels).
 func (o Owner) Owns(obj metav1.Object) bool {
 	l := obj.GetLabels()
-	if l[cabundle.ManagedByLabel] == cabundle.ManagedByValue && l[NameLabel] == o.App {
+	if l[kube.ManagedByLabel] == kube.ManagedByValue && l[NameLabel] == o.App {
 		return l[InstanceLabel] == o.Name && l[o.NamespaceLabel] == o.Namespace
 	}
 	for _, mf := range obj.GetManagedFields() {
@@ -80,7 +80,7 @@ func (o Owner) Owns(obj metav1.Object) bool {
 // (a namespace, a CRD), so that nobody else's is deleted on a guess.
 func (o Owner) Labelled(obj metav1.Object) bool {
 	l := obj.GetLabels()
-	return l[cabundle.ManagedByLabel] == cabundle.ManagedByValue && l[NameLabel] == o.App &&
+	return l[kube.ManagedByLabel] == kube.ManagedByValue && l[NameLabel] == o.App &&
 		l[InstanceLabel] == o.Name && l[o.NamespaceLabel] == o.Namespace
 }
 
@@ -91,5 +91,5 @@ func (o Owner) CheckOwned(kind, name string, obj metav1.Object) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %s %s (it lacks the labels %s=%s, %s=%s, %s=%s); kmshealth will not take it over or delete it: delete or rename it, or choose another name",
-		ErrForeignObject, kind, name, cabundle.ManagedByLabel, cabundle.ManagedByValue, InstanceLabel, o.Name, o.NamespaceLabel, o.Namespace)
+		ErrForeignObject, kind, name, kube.ManagedByLabel, kube.ManagedByValue, InstanceLabel, o.Name, o.NamespaceLabel, o.Namespace)
 }

@@ -23,7 +23,7 @@ import (
 
 // AggregatorFieldManager owns KMSPluginsDegraded: the reconciler's field
 // manager, the same as every other kmshealth write.
-const AggregatorFieldManager = "kmshealth"
+const AggregatorFieldManager = kube.FieldManager
 
 //go:embed crd.yaml
 var crdYAML []byte

@@ -18,12 +18,15 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 )
 
 // Names shared with the provider, the reconciler, the docs and the tests.
 const (
-	// FieldManager owns every field this package builds.
-	FieldManager = "kmshealth"
+	// FieldManager owns every field this package builds, whoever writes
+	// it: kmshealth_rbac_proxy_sidecar and the reconciler's re-injection.
+	FieldManager = kube.FieldManager
 
 	// DefaultImage is the kube-rbac-proxy release the end-to-end tests build
 	// (tools/kube-rbac-proxy) and run, so the default is the tested one.

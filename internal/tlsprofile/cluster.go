@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 )
 
 // The profile ConfigMap's own metadata: the label the reconciler selects
@@ -33,7 +35,7 @@ const (
 	// FieldManager writes the ConfigMap; TargetFieldManager writes only the
 	// hash annotation on targets, so applying it never touches (or drops)
 	// fields kmshealth writes on the same workload for another purpose.
-	FieldManager       = "kmshealth"
+	FieldManager       = kube.FieldManager
 	TargetFieldManager = "kmshealth-tls-profile"
 )
 
