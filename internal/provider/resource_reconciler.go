@@ -430,7 +430,9 @@ func (r *reconcilerResource) Schema(ctx context.Context, _ resource.SchemaReques
 				MarkdownDescription: "Server-side apply field manager the reconciler writes caBundles as (`--field-manager`). It must equal the " +
 					"`field_manager` of every `kmshealth_apiservice_cabundle` in `ca_bundles`, or the two take `spec.caBundle` from each other " +
 					"and every plan shows drift: a plan that changes this attribute or `ca_bundles` warns, naming each APIService whose caBundle " +
-					"another manager owns. Default `kmshealth`, the default of both.",
+					"another manager owns. It applies to the caBundles it keeps (`ca_bundles`, `webhook_ca_bundles`) and nothing else: " +
+					"the TLS profile and kube-rbac-proxy controllers always write as `kmshealth`, as `kmshealth_tls_profile_configmap` and " +
+					"`kmshealth_rbac_proxy_sidecar` do, so their destroy removes what the reconciler put back. Default `kmshealth`, the default of both.",
 				Validators: []validator.String{fieldManager},
 			},
 			"kms_max_staleness": schema.StringAttribute{

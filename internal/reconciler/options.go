@@ -20,6 +20,7 @@ import (
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/incluster"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/rbacproxy"
 )
 
@@ -87,7 +88,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", `address for /healthz and /readyz; "0" disables it`)
 	fs.StringSliceVar(&o.TLSProfileConfigMaps, "tls-profile-configmaps", nil, "TLS profile ConfigMaps (<namespace>/<name>, comma-separated or repeated) whose profile.json and rollout targets' hash to keep, following the cluster's APIServer for source = cluster")
 	fs.StringSliceVar(&o.RBACProxyConfigMaps, "rbac-proxy-configmaps", nil, "config ConfigMaps of kmshealth_rbac_proxy_sidecar (<namespace>/kmshealth-rbac-proxy-<kind>-<workload>, comma-separated or repeated): the kube-rbac-proxy sidecar each records is put back into its workload when removed or changed")
-	fs.StringVar(&o.FieldManager, "field-manager", cabundle.DefaultFieldManager, "server-side apply field manager; must match the provider's")
+	fs.StringVar(&o.FieldManager, "field-manager", cabundle.DefaultFieldManager, "server-side apply field manager of the caBundles kept (APIServices, webhooks, CRD conversion): the field_manager of the kmshealth_*_cabundle resources; every other pattern writes as "+kube.FieldManager+", as its resource does")
 	fs.IntVar(&o.Workers, "workers", 2, "concurrent reconciles")
 	fs.BoolVar(&o.KMSAggregator, "kms-aggregator", true, "roll the KMS reporters' node conditions up into KMSPluginsDegraded and remove those of deleted Nodes")
 	fs.StringVar(&o.KMSTarget, "kms-target", kmshealth.DefaultTarget().String(), "group/version/resource/name of the object whose status.conditions the reporters write")

@@ -36,7 +36,7 @@ type rbacProxyPattern struct {
 	roots        []controller.Ref
 	workloads    map[rbacproxy.Kind]*controller.Kind
 	apps         appsv1client.AppsV1Interface
-	fieldManager string
+	fieldManager string // always rbacproxy.FieldManager, never --field-manager
 }
 
 func newRBACProxyPattern(c *Clients, o Options) (*rbacProxyPattern, error) {
@@ -49,7 +49,11 @@ func newRBACProxyPattern(c *Clients, o Options) (*rbacProxyPattern, error) {
 			rbacproxy.KindDaemonSet:   controller.TypedKind(apps, "daemonsets", &appsv1.DaemonSet{}),
 		},
 		apps:         c.Core.AppsV1(),
-		fieldManager: o.FieldManager,
+		// The sidecar resource always writes as rbacproxy.FieldManager and
+		// releases exactly that manager's fields on destroy: a restore under
+		// --field-manager (the caBundle resources' manager) would outlive
+		// the destroy of the sidecar resource.
+		fieldManager: rbacproxy.FieldManager,
 	}
 	for _, k := range p.workloads {
 		// Status updates (every rollout step) and metadata changes cannot

@@ -353,3 +353,33 @@ func TestReconcileRBACProxyRecreated(t *testing.T) {
 		t.Errorf("%v PATCH requests, want 1: nothing while deleted, one restore", got)
 	}
 }
+
+// TestReconcileRBACProxyFieldManager: --field-manager names the caBundle
+// resources' manager and nothing else. A platform team that sets it to its
+// own name still gets a sidecar restored under rbacproxy.FieldManager —
+// the manager kmshealth_rbac_proxy_sidecar releases on destroy —, so the
+// destroy after a restore leaves nothing of ours in the workload.
+func TestReconcileRBACProxyFieldManager(t *testing.T) {
+	cfg := rbacProxyFixture(t, unique(t))
+	p := startRBACProxyReconciler(t, []string{"--field-manager=platform-team"}, cfg)
+	p.rbacProxyIdle(t, "first reconcile in sync", func(m map[string]float64) bool { return m[rbacProxyInSync] >= 1 })
+
+	_, live := restoredAfter(t, cfg, func() { kubectlReplace(t, cfg.Target.Name) })
+	for _, f := range live.ManagedFields {
+		if f.Manager == "platform-team" {
+			t.Errorf("the restore wrote as --field-manager %q: %s", f.Manager, f.FieldsV1)
+		}
+	}
+	p.Stop()
+	ctx := context.Background()
+	if err := cfg.Uninstall(ctx, env.Clientset()); err != nil {
+		t.Fatal(err)
+	}
+	after, err := env.Clientset().AppsV1().Deployments("default").Get(ctx, cfg.Target.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hasSidecar(&after.Spec.Template) {
+		t.Errorf("the sidecar, its volumes or annotation stayed after the destroy: %+v", after.Spec.Template)
+	}
+}
