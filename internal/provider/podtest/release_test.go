@@ -103,7 +103,6 @@ func loadRehearsal(t *testing.T) *rehearsal {
 //
 // It runs under the CLI of the acceptance pass (Terraform or OpenTofu).
 func TestAccRelease_rehearsal(t *testing.T) {
-	node := mustNode(t)
 	r := loadRehearsal(t)
 	c := newCLI(t)
 	good, wrongDigest := r.Releases[0], r.Releases[1]
@@ -140,7 +139,7 @@ func TestAccRelease_rehearsal(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			want: regexp.MustCompile(`(?i)checksum`),
+			want: regexp.MustCompile(`incorrect checksum`),
 		},
 		{
 			name: "SHA256SUMS changed after signing",
@@ -160,7 +159,7 @@ func TestAccRelease_rehearsal(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			want: regexp.MustCompile(`(?i)signature`),
+			want: regexp.MustCompile(`(?i)invalid signature`),
 		},
 	} {
 		t.Run(m.name, func(t *testing.T) {
@@ -168,7 +167,7 @@ func TestAccRelease_rehearsal(t *testing.T) {
 			m.mutate(t, dir, readSums(t, dir, good.Version))
 			reg := serveProviders(t, r, releaseDir{good.Version, dir})
 			work := c.workdir(t, reg, rootModule(good.Version, ""))
-			out, err := c.run(t, work, "init", "-input=false")
+			out, err := c.run(t, work, "init", "-input=false", "-no-color")
 			if err == nil {
 				t.Fatalf("init installed a release with its %s:\n%s", m.name, out)
 			}
@@ -184,6 +183,7 @@ func TestAccRelease_rehearsal(t *testing.T) {
 
 	// The image, pushed as the release workflow pushes it, to a registry in
 	// the bed that the node's containerd mirrors ghcr.io to.
+	node := mustNode(t)
 	images := serveImages(t, node)
 	pushed := pushImage(t, filepath.Join(r.dir, r.Image), images.addr, good.Version)
 	if pushed != r.ImageDigest {
@@ -232,13 +232,15 @@ resource "kmshealth_reporter" "this" {
 				t.Fatalf("providers lock wrote no %s:\n%s", want, lock)
 			}
 		}
-		out := c.mustRun(t, work, "init", "-input=false")
-		if !strings.Contains(strings.ToUpper(out), r.SigningKeyID) {
-			t.Errorf("init did not report the signature by key %s:\n%s", r.SigningKeyID, out)
+		out := c.mustRun(t, work, "init", "-input=false", "-no-color")
+		installed := regexp.MustCompile(`(?m)^- Installed kmshealth/kmshealth .*$`).FindString(out)
+		if !strings.Contains(strings.ToUpper(installed), r.SigningKeyID) {
+			t.Errorf("init did not report the installation signed by key %s:\n%s", r.SigningKeyID, out)
 		}
-		t.Cleanup(func() { c.mustRun(t, work, "destroy", "-auto-approve", "-input=false") })
+		t.Logf("providers lock recorded zh:%s; init: %s", sums[archiveName(good.Version)], installed)
+		t.Cleanup(func() { c.mustRun(t, work, "destroy", "-auto-approve", "-input=false", "-no-color") })
 		start := time.Now()
-		c.mustRun(t, work, "apply", "-auto-approve", "-input=false")
+		c.mustRun(t, work, "apply", "-auto-approve", "-input=false", "-no-color")
 		t.Logf("apply with the default image rolled out in %s", time.Since(start).Round(time.Second))
 
 		want := install.ImageRepository + ":" + good.Version + "@" + r.ImageDigest
@@ -269,6 +271,8 @@ resource "kmshealth_reporter" "this" {
 		}
 		if !images.served(r.ImageDigest) {
 			t.Errorf("the bed's registry never served the manifest %s: the node did not pull the release's image from it (requests: %q)", r.ImageDigest, images.requests())
+		} else {
+			t.Logf("pods Ready on %s, image %s pulled from the bed's registry by digest", node.Name, want)
 		}
 	})
 	if t.Failed() {
@@ -286,10 +290,10 @@ resource "kmshealth_reconciler" "this" {
   }
 }
 `))
-		c.mustRun(t, work, "init", "-input=false")
-		t.Cleanup(func() { c.mustRun(t, work, "destroy", "-auto-approve", "-input=false") })
+		c.mustRun(t, work, "init", "-input=false", "-no-color")
+		t.Cleanup(func() { c.mustRun(t, work, "destroy", "-auto-approve", "-input=false", "-no-color") })
 		start := time.Now()
-		out, err := c.run(t, work, "apply", "-auto-approve", "-input=false")
+		out, err := c.run(t, work, "apply", "-auto-approve", "-input=false", "-no-color")
 		if err == nil {
 			t.Fatalf("apply of the build linked to %s succeeded:\n%s", wrongDigest.ImageDigest, out)
 		}
