@@ -300,6 +300,9 @@ resource "kmshealth_reconciler" "this" {
 		if !regexp.MustCompile(`ErrImagePull|ImagePullBackOff`).MatchString(out) || !strings.Contains(out, strings.TrimPrefix(wrongDigest.ImageDigest, "sha256:")[:12]) {
 			t.Fatalf("apply failed, but not on the pull of %s:\n%s", wrongDigest.ImageDigest, out)
 		}
+		if !images.asked(wrongDigest.ImageDigest) {
+			t.Errorf("the node never asked the bed's registry for %s: the pull did not go by the linked digest (requests: %q)", wrongDigest.ImageDigest, images.requests())
+		}
 		t.Logf("apply of the build linked to a digest nobody pushed failed after %s: %s", time.Since(start).Round(time.Second), lastLines(out, 4))
 	})
 }
@@ -608,6 +611,11 @@ func (r *imageRegistry) served(digest string) bool {
 	return slices.ContainsFunc(r.requests(), func(s string) bool {
 		return strings.HasPrefix(s, "GET ") && strings.HasSuffix(s, "/manifests/"+digest)
 	})
+}
+
+// asked tells whether a manifest was asked for by digest (HEAD or GET).
+func (r *imageRegistry) asked(digest string) bool {
+	return slices.ContainsFunc(r.requests(), func(s string) bool { return strings.HasSuffix(s, "/manifests/"+digest) })
 }
 
 // pushImage pushes the image (or index) of an OCI layout tarball to the
