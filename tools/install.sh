@@ -91,11 +91,13 @@ goreleaser)
   ;;
 node-packages)
   # The node test bed's container runtime, from the distribution (the
-  # control plane and kubelet are kube-testserver). Installed once; a
-  # machine that has them costs nothing.
-  pkgs="containerd runc containernetworking-plugins iptables iproute2"
+  # control plane and kubelet are kube-testserver), and GnuPG, which signs
+  # the release rehearsal's checksums (internal/cmd/rehearse). Installed
+  # once; a machine that has them costs nothing.
+  pkgs="containerd runc containernetworking-plugins iptables iproute2 gpg gpg-agent"
   if command -v containerd >/dev/null && command -v ctr >/dev/null && command -v runc >/dev/null &&
-    [ -x /usr/lib/cni/bridge ] && command -v iptables >/dev/null && command -v ip >/dev/null; then
+    [ -x /usr/lib/cni/bridge ] && command -v iptables >/dev/null && command -v ip >/dev/null &&
+    command -v gpg >/dev/null && command -v gpg-agent >/dev/null; then
     command -v containerd
     exit 0
   fi

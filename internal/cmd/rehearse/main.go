@@ -183,7 +183,7 @@ func signingKey(ctx context.Context, gnupg, pub string) (string, error) {
 	}
 	const uid = "kmshealth release rehearsal <rehearsal@kmshealth.test>"
 	if _, err := gpg("--quick-gen-key", uid, "rsa3072", "sign", "never"); err != nil {
-		return "", fmt.Errorf("make the test signing key: %w", err)
+		return "", fmt.Errorf("make the test signing key (GnuPG: apt-get install gpg gpg-agent, or `bash tools/install.sh node-packages`): %w", err)
 	}
 	colons, err := gpg("--with-colons", "--list-secret-keys", uid)
 	if err != nil {
