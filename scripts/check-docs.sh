@@ -30,23 +30,27 @@ terraform {
 TF
 (cd "$tmp/root" && TF_CLI_CONFIG_FILE="$tmp/cli.tfrc" CHECKPOINT_DISABLE=1 "$terraform" providers schema -json -no-color >"$tmp/schema.json" 2>"$tmp/schema.err") ||
   { cat "$tmp/schema.err" >&2; exit 1; }
-# tfplugindocs looks the schema up by short name.
-sed -i 's#"registry.terraform.io/kmshealth/kmshealth"#"kmshealth"#' "$tmp/schema.json"
-"$tfplugindocs" generate --provider-name kmshealth --providers-schema "$tmp/schema.json" >"$tmp/gen.log" 2>&1 ||
+# tfplugindocs looks the schema up by short name. (No sed -i: GNU and BSD
+# sed disagree on it.)
+sed 's#"registry.terraform.io/kmshealth/kmshealth"#"kmshealth"#' "$tmp/schema.json" >"$tmp/schema.short.json"
+"$tfplugindocs" generate --provider-name kmshealth --providers-schema "$tmp/schema.short.json" >"$tmp/gen.log" 2>&1 ||
   { cat "$tmp/gen.log" >&2; exit 1; }
-readmes=()
+# The generated paths: docs/ and each module README. (bash 3.2, macOS's,
+# treats "${a[@]}" of an empty array as unset under set -u: docs/ is always
+# the first element.)
+paths=(docs/)
 for conf in modules/*/.terraform-docs.yml; do
   [ -e "$conf" ] || continue
   "$terraform_docs" -c "$conf" "$(dirname "$conf")" >"$tmp/terraform-docs.log" 2>&1 ||
     { cat "$tmp/terraform-docs.log" >&2; exit 1; }
-  readmes+=("$(dirname "$conf")/README.md")
+  paths+=("$(dirname "$conf")/README.md")
 done
 if [ "${1:-}" = --check ]; then
-  if [ -n "$(git status --porcelain -- docs/ "${readmes[@]}")" ]; then
-    git status --porcelain -- docs/ "${readmes[@]}"
-    git --no-pager diff -- docs/ "${readmes[@]}" | head -50
+  if [ -n "$(git status --porcelain -- "${paths[@]}")" ]; then
+    git status --porcelain -- "${paths[@]}"
+    git --no-pager diff -- "${paths[@]}" | head -50
     echo "docs/ or a module README is stale: run 'make docs' and commit the result" >&2
     exit 1
   fi
-  echo "docs/ and the module READMEs (${readmes[*]}) are up to date"
+  echo "${paths[*]} are up to date"
 fi

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Validates every example under examples/ and every module under modules/
-# (each directory holding .tf files) with Terraform 1.5.7 and with OpenTofu,
+# (each directory holding .tf files) with Terraform 1.5.7, the newest 1.x and OpenTofu,
 # against the provider built from this checkout and reached through
 # dev_overrides: no init, no registry, no download. `validate` also runs the
 # provider's own validators, so a bad attribute value fails here, not only
@@ -19,6 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 terraform=$(bash tools/install.sh terraform)
+terraform_latest=$(bash tools/install.sh terraform-latest)
 tofu=$(bash tools/install.sh tofu)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -34,31 +35,35 @@ provider_installation {
 RC
 export TF_CLI_CONFIG_FILE="$tmp/cli.tfrc" TOFU_CLI_CONFIG_FILE="$tmp/cli.tfrc" CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1
 
-mapfile -t dirs < <(find examples modules -name '*.tf' -printf '%h\n' | sort -u)
-if [ "${#dirs[@]}" -eq 0 ]; then
+# Portable to macOS (bash 3.2, BSD find and sed): no mapfile, no find
+# -printf; the directory names hold no newlines.
+dirs=$(find examples modules -name '*.tf' | sed 's#/[^/]*$##' | sort -u)
+if [ -z "$dirs" ]; then
   echo "no examples found under examples/" >&2
   exit 1
 fi
 
-failed=0 n=0
-for dir in "${dirs[@]}"; do
+failed=0 n=0 ndirs=0
+# The list on descriptor 3, so nothing run in the loop can read it.
+while IFS= read -r dir <&3; do
+  ndirs=$((ndirs + 1))
   # to = <type>.<name> of import and moved blocks, each declared here.
-  mapfile -t targets < <(sed -n 's/^[[:space:]]*to[[:space:]]*=[[:space:]]*\([A-Za-z0-9_]*\.[A-Za-z0-9_-]*\).*/\1/p' "$dir"/*.tf)
-  if [ "${#targets[@]}" -gt 0 ]; then
+  targets=$(sed -n 's/^[[:space:]]*to[[:space:]]*=[[:space:]]*\([A-Za-z0-9_]*\.[A-Za-z0-9_-]*\).*/\1/p' "$dir"/*.tf)
+  if [ -n "$targets" ]; then
     n=$((n + 1))
-    missing=()
-    for t in "${targets[@]}"; do
+    missing=""
+    for t in $targets; do
       [ "${t%%.*}" = module ] && continue
-      grep -Eqs "^resource \"${t%%.*}\" \"${t#*.}\"" "$dir"/*.tf || missing+=("$t")
+      grep -Eqs "^resource \"${t%%.*}\" \"${t#*.}\"" "$dir"/*.tf || missing="$missing $t"
     done
-    if [ "${#missing[@]}" -eq 0 ]; then
+    if [ -z "$missing" ]; then
       printf 'ok    %-9s %s\n' targets "$dir"
     else
       failed=$((failed + 1))
-      printf 'FAIL  %-9s %s: no resource block for %s\n' targets "$dir" "${missing[*]}"
+      printf 'FAIL  %-9s %s: no resource block for%s\n' targets "$dir" "$missing"
     fi
   fi
-  for cli in terraform tofu; do
+  for cli in terraform terraform_latest tofu; do
     n=$((n + 1))
     tree="$tmp/work/$n"
     work="$tree/$dir"
@@ -90,9 +95,9 @@ TF
       sed 's/^/      /' <<<"$out"
     fi
   done
-done
+done 3<<<"$dirs"
 if [ "$failed" -gt 0 ]; then
   echo "examples: $failed of $n checks failed" >&2
   exit 1
 fi
-echo "examples: all $n checks passed (${#dirs[@]} examples, each under Terraform and OpenTofu)"
+echo "examples: all $n checks passed ($ndirs examples, each under Terraform 1.5.7, the newest Terraform and OpenTofu)"

@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# Runs every TestAcc* once under one CLI (terraform or tofu) against the real
+# Runs every TestAcc* once under one CLI (terraform = 1.5.7, the oldest
+# supported; terraform-latest = the newest 1.x; tofu = OpenTofu) against the real
 # test API server, prints a one-line summary, and fails when a test failed,
 # when none ran, or when any was skipped: skipped acceptance tests are not
 # coverage.
 #
-# Given several CLIs (scripts/test-acc.sh terraform tofu), it runs them at
+# Given several CLIs (scripts/test-acc.sh terraform terraform-latest tofu), it runs them at
 # the same time, each with its own API servers, and prints each one's
 # output when it is done: the acceptance tests mostly wait on the CLIs and
-# the API server, so two runs fit in the time of one and a half.
+# the API server, so several runs share the two cores well.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The release the rehearsal test (TestAccRelease_rehearsal) installs: built
-# once, by goreleaser from .goreleaser.yaml, for every pass. Both passes
+# once, by goreleaser from .goreleaser.yaml, for every pass. The passes
 # only read it.
 if [ -z "${KMSHEALTH_RELEASE_REHEARSAL:-}" ]; then
   go run ./internal/cmd/rehearse -out build/rehearsal
@@ -33,7 +34,7 @@ if [ $# -gt 1 ]; then
   done
   exit "$rc"
 fi
-cli=${1:?usage: $0 terraform|tofu [terraform|tofu]}
+cli=${1:?usage: $0 terraform|terraform-latest|tofu [...]}
 bin=$(bash tools/install.sh "$cli")
 KMSHEALTH_KUBE_TESTSERVER=$(bash tools/install.sh kube-testserver)
 # The real kube-rbac-proxy the rbac proxy sidecar's end-to-end test runs.

@@ -3,12 +3,15 @@
 # checkout, keyed by version, and prints the binary's path. A warm cache costs
 # nothing: the build is skipped when the binary is already there.
 #
-#   tools/install.sh kube-testserver|terraform|tofu|kube-rbac-proxy|tfplugindocs|terraform-docs|golangci-lint|goreleaser
-#   tools/install.sh node-packages   (root, Debian/Ubuntu: the node's containerd, runc, CNI plugins)
+#   tools/install.sh kube-testserver|terraform|terraform-latest|tofu|kube-rbac-proxy|tfplugindocs|terraform-docs|golangci-lint|goreleaser
+#   tools/install.sh node-packages   (root, Debian/Ubuntu: the node's containerd, runc, CNI plugins,
+#                                     installed without starting or enabling a host service)
 set -euo pipefail
 
 KUBE_VERSION=v1.35.4
 TERRAFORM_VERSION=v1.5.7
+# The newest Terraform 1.x the module proxy serves (v1.16.5 and v1.17 are not).
+TERRAFORM_LATEST_VERSION=v1.16.4
 TOFU_VERSION=v1.12.6
 KUBE_RBAC_PROXY_VERSION=v0.19.1 # = the require in tools/kube-rbac-proxy/go.mod and rbacproxy.DefaultImage
 TFPLUGINDOCS_VERSION=v0.24.0
@@ -23,7 +26,12 @@ cache=${KMSHEALTH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kmshealth}
 # key: the tool's version plus a digest of its wrapper module (if any), so an
 # edited wrapper rebuilds and an unchanged one never does.
 wrapper_digest() {
-  (cd "$here/$1" && cat go.mod go.sum ./*.go 2>/dev/null | sha256sum | cut -c1-8)
+  (cd "$here/$1" && cat go.mod go.sum ./*.go 2>/dev/null | sha256 | cut -c1-8)
+}
+
+# sha256sum (GNU) or shasum (macOS).
+sha256() {
+  if command -v sha256sum >/dev/null; then sha256sum; else shasum -a 256; fi
 }
 
 build() { # name version dir-suffix build-command...
@@ -56,6 +64,25 @@ kube-testserver)
 terraform)
   build terraform "$TERRAFORM_VERSION" "" \
     bash -c 'tmp=$(mktemp -d); GOBIN=$tmp go install -trimpath -ldflags "-s -w" github.com/hashicorp/terraform@$0 && mv $tmp/terraform $1' "$TERRAFORM_VERSION"
+  ;;
+terraform-latest)
+  # Since 1.7 Terraform's go.mod requires nine remote-state backends and
+  # internal/legacy as nested modules at v0.0.0 with local replaces; those
+  # are never published, so neither `go install pkg@version` nor a wrapper
+  # module can resolve them. Build the module's own source instead, with the
+  # backends that live in those unpublished modules (azurerm, consul, cos,
+  # gcs, kubernetes, oci, oss, pg, s3: remote state storage, never used by a
+  # provider's tests) left out of internal/backend/init. Everything a provider
+  # talks to (core, plugin protocol, local state) is Terraform's own code.
+  build terraform "$TERRAFORM_LATEST_VERSION" "-noremote" bash -c '
+    set -euo pipefail
+    go mod download github.com/hashicorp/terraform@$0
+    src=$(go list -m -f "{{.Dir}}" github.com/hashicorp/terraform@$0)
+    tmp=$(mktemp -d); trap "rm -rf $tmp" EXIT
+    cp -r "$src/." "$tmp/" && chmod -R u+w "$tmp" && cd "$tmp"
+    sed -i.orig -E "/backend(Azure|Consul|Cos|GCS|Kubernetes|OCI|OSS|Pg|S3)/d" internal/backend/init/init.go
+    sed -i.orig -E "/github.com\/hashicorp\/terraform\/internal\/(backend\/remote-state\/(azure|consul|cos|gcs|kubernetes|oss|pg|s3|oci)|legacy)( |$)/d" go.mod
+    go build -mod=mod -trimpath -ldflags "-s -w -X github.com/hashicorp/terraform/version.dev=no" -o "$1" .' "$TERRAFORM_LATEST_VERSION"
   ;;
 tofu)
   build tofu "$TOFU_VERSION" "-$(wrapper_digest tofu)" \
@@ -91,31 +118,72 @@ goreleaser)
   ;;
 node-packages)
   # The node test bed's container runtime, from the distribution (the
-  # control plane and kubelet are kube-testserver), and GnuPG, which signs
-  # the release rehearsal's checksums (internal/cmd/rehearse). Installed
-  # once; a machine that has them costs nothing.
-  pkgs="containerd runc containernetworking-plugins iptables iproute2 gpg gpg-agent"
-  if command -v containerd >/dev/null && command -v ctr >/dev/null && command -v runc >/dev/null &&
-    [ -x /usr/lib/cni/bridge ] && command -v iptables >/dev/null && command -v ip >/dev/null &&
-    command -v gpg >/dev/null && command -v gpg-agent >/dev/null; then
+  # control plane and kubelet are kube-testserver). The test bed runs its
+  # own containerd (own config, root, state and socket, in its own
+  # namespaces: internal/testenv/node_linux.go) and needs nothing of the
+  # host's but the binaries: containerd and ctr, runc, the CNI plugins in
+  # /usr/lib/cni, iptables and ip; and GnuPG (gpg, gpg-agent), which signs
+  # the release rehearsal's checksums (internal/cmd/rehearse). Only what is
+  # missing is installed (a host that has Docker's containerd.io keeps it),
+  # and no host service is
+  # started or enabled: Debian's containerd package would start containerd
+  # on install and enable it at boot.
+  missing=""
+  { command -v containerd && command -v ctr; } >/dev/null || missing="$missing containerd"
+  command -v runc >/dev/null || missing="$missing runc"
+  { [ -x /usr/lib/cni/bridge ] && [ -x /usr/lib/cni/host-local ]; } || missing="$missing containernetworking-plugins"
+  command -v iptables >/dev/null || missing="$missing iptables"
+  command -v ip >/dev/null || missing="$missing iproute2"
+  { command -v gpg && command -v gpg-agent; } >/dev/null || missing="$missing gpg gpg-agent"
+  if [ -z "$missing" ]; then
     command -v containerd
     exit 0
   fi
   if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then
-    echo "tools: the node test bed needs $pkgs; install them as root (apt-get install $pkgs) or run make test as root on Debian or Ubuntu" >&2
+    echo "tools: the node test bed needs$missing; install them as root (apt-get install$missing) or run make test as root on Debian or Ubuntu" >&2
     exit 1
   fi
-  echo "tools: installing $pkgs with apt-get" >&2
+  echo "tools: installing$missing with apt-get, starting and enabling no service" >&2
   start=$SECONDS
-  export DEBIAN_FRONTEND=noninteractive
-  if ! apt-get install -y -q --no-install-recommends $pkgs >&2; then
-    apt-get update -q >&2 && apt-get install -y -q --no-install-recommends $pkgs >&2
+  # policy-rc.d answering 101 ("action forbidden") makes the packages'
+  # maintainer scripts (invoke-rc.d, deb-systemd-invoke) start nothing for
+  # the duration of the install; an existing policy-rc.d is put back after.
+  policy=/usr/sbin/policy-rc.d
+  saved=""
+  if [ -e "$policy" ]; then
+    saved=$(mktemp)
+    cp -p "$policy" "$saved"
   fi
-  echo "tools: installed node packages in $((SECONDS - start))s" >&2
+  restore_policy() {
+    if [ -n "$saved" ]; then mv -f "$saved" "$policy"; else rm -f "$policy"; fi
+  }
+  trap restore_policy EXIT
+  printf '#!/bin/sh\n# tools/install.sh node-packages: no service starts while it installs.\nexit 101\n' >"$policy"
+  chmod 0755 "$policy"
+  export DEBIAN_FRONTEND=noninteractive
+  # shellcheck disable=SC2086 # one word per package
+  if ! apt-get install -y -q --no-install-recommends $missing >&2; then
+    apt-get update -q >&2 && apt-get install -y -q --no-install-recommends $missing >&2
+  fi
+  # The postinst enabled containerd.service at boot. Disable it as an
+  # administrator would (systemctl disable works without a running systemd);
+  # a later package upgrade sees it disabled and keeps it so.
+  case " $missing " in
+  *" containerd "*)
+    if command -v systemctl >/dev/null; then
+      systemctl disable containerd.service >&2
+    else
+      rm -f /etc/systemd/system/multi-user.target.wants/containerd.service
+    fi
+    ;;
+  esac
+  restore_policy
+  trap - EXIT
+  echo "tools: installed$missing in $((SECONDS - start))s (containerd.service neither started nor enabled)" >&2
   command -v containerd
   ;;
 *)
-  echo "usage: $0 kube-testserver|terraform|tofu|kube-rbac-proxy|tfplugindocs|terraform-docs|golangci-lint|goreleaser|node-packages" >&2
+  echo "usage: $0 kube-testserver|terraform|terraform-latest|tofu|kube-rbac-proxy|tfplugindocs|terraform-docs|golangci-lint|goreleaser|node-packages" >&2
   exit 2
   ;;
 esac

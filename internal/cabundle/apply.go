@@ -25,7 +25,8 @@ const (
 	// SourceAnnotation on an APIService names the Source (Kind/ns/name/key)
 	// its caBundle must equal; the reconciler watches APIServices that carry it.
 	SourceAnnotation = "kmshealth.io/ca-bundle-source"
-	// DefaultFieldManager owns spec.caBundle and SourceAnnotation.
+	// DefaultFieldManager owns every caBundle kmshealth writes and
+	// SourceAnnotation, in the resources and the reconciler alike.
 	DefaultFieldManager = "kmshealth"
 	// ManagedByLabel/ManagedByValue mark objects kmshealth created and may delete.
 	ManagedByLabel = "app.kubernetes.io/managed-by"
@@ -82,9 +83,9 @@ func Owned(svc *apiregv1.APIService, manager string) (bundle, annotation bool) {
 func BundleOwners(svc *apiregv1.APIService) []string { return appliers(svc, "f:spec", "f:caBundle") }
 
 // appliers are the managers whose server-side apply owns the field at path.
-func appliers(svc *apiregv1.APIService, path ...string) []string {
+func appliers(obj metav1.Object, path ...string) []string {
 	var out []string
-	for _, mf := range svc.ManagedFields {
+	for _, mf := range obj.GetManagedFields() {
 		if mf.Operation != metav1.ManagedFieldsOperationApply || mf.FieldsV1 == nil {
 			continue
 		}
@@ -222,6 +223,16 @@ func Apply(ctx context.Context, c apiregclient.APIServicesGetter, want *Desired,
 	name := want.Metadata.Name
 	out, err := c.APIServices().Patch(ctx, name, types.ApplyPatchType, data,
 		metav1.PatchOptions{FieldManager: opts.FieldManager, Force: &opts.Force, DryRun: dryRun(opts.DryRun)})
+	if err != nil {
+		return nil, applyError(KindAPIService, name, opts.FieldManager, err)
+	}
+	return out, nil
+}
+
+// applyError classifies a failed server-side apply of the kind's object
+// name: gone (ErrGone), a field owned by another manager (ErrConflict), or
+// anything else.
+func applyError(kind, name, manager string, err error) error {
 	var status apierrors.APIStatus
 	switch {
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err) && errors.As(err, &status) && uidPreconditionFailed(status),
@@ -229,13 +240,11 @@ func Apply(ctx context.Context, c apiregclient.APIServicesGetter, want *Desired,
 		// The object we read is gone; the UID precondition kept the write
 		// from re-creating it (NotFound, Conflict) or rewriting its
 		// successor (Invalid metadata.uid).
-		return nil, fmt.Errorf("%w: APIService %q was deleted while being updated: %w", ErrGone, name, err)
+		return fmt.Errorf("%w: %s %q was deleted while being updated: %w", ErrGone, kind, name, err)
 	case apierrors.IsConflict(err):
-		return nil, fmt.Errorf("%w on APIService %q: %w; set force_conflicts = true to take ownership, or stop the other writer", ErrConflict, name, err)
-	case err != nil:
-		return nil, fmt.Errorf("server-side apply of APIService %q as %q: %w", name, opts.FieldManager, err)
+		return fmt.Errorf("%w on %s %q: %w; set force_conflicts = true to take ownership, or stop the other writer", ErrConflict, kind, name, err)
 	}
-	return out, nil
+	return fmt.Errorf("server-side apply of %s %q as %q: %w", kind, name, manager, err)
 }
 
 // uidPreconditionFailed tells a failed UID precondition (the object was
@@ -266,7 +275,13 @@ func dryRun(on bool) []string {
 // owns for the APIService and returns it as the Source. It refuses to take
 // over a ConfigMap of that name that kmshealth did not create.
 func EnsureInlineConfigMap(ctx context.Context, core kubernetes.Interface, namespace, apiservice string, bundle []byte, manager string) (Source, error) {
-	src := Source{Kind: KindConfigMap, Namespace: namespace, Name: InlineConfigMapName(apiservice), Key: InlineKey}
+	return ensureInline(ctx, core, namespace, InlineConfigMapName(apiservice), apiservice, "APIService name", bundle, manager)
+}
+
+// ensureInline writes bundle into the inline ConfigMap name, annotated
+// with the target (owner) it feeds; what names the target in errors.
+func ensureInline(ctx context.Context, core kubernetes.Interface, namespace, name, owner, what string, bundle []byte, manager string) (Source, error) {
+	src := Source{Kind: KindConfigMap, Namespace: namespace, Name: name, Key: InlineKey}
 	cms := core.CoreV1().ConfigMaps(namespace)
 	existing, err := cms.Get(ctx, src.Name, metav1.GetOptions{})
 	switch {
@@ -275,16 +290,16 @@ func EnsureInlineConfigMap(ctx context.Context, core kubernetes.Interface, names
 			namespace, src.Name, ManagedByLabel, ManagedByValue)
 	case err != nil && !apierrors.IsNotFound(err):
 		return src, fmt.Errorf("read ConfigMap %s/%s: %w", namespace, src.Name, err)
-	case err == nil && bytes.Equal([]byte(existing.Data[InlineKey]), bundle) && existing.Annotations[BundleForAnnotation] == apiservice:
+	case err == nil && bytes.Equal([]byte(existing.Data[InlineKey]), bundle) && existing.Annotations[BundleForAnnotation] == owner:
 		return src, nil
 	}
 	if msgs := validation.IsDNS1123Subdomain(src.Name); len(msgs) > 0 {
-		return src, fmt.Errorf("APIService name %q is too long for an inline ca_bundle (ConfigMap name %q: %s); keep the bundle in a Secret or ConfigMap and use source instead",
-			apiservice, src.Name, strings.Join(msgs, "; "))
+		return src, fmt.Errorf("%s %q is too long for an inline ca_bundle (ConfigMap name %q: %s); keep the bundle in a Secret or ConfigMap and use source instead",
+			what, owner, src.Name, strings.Join(msgs, "; "))
 	}
 	ac := corev1ac.ConfigMap(src.Name, namespace).
 		WithLabels(map[string]string{ManagedByLabel: ManagedByValue}).
-		WithAnnotations(map[string]string{BundleForAnnotation: apiservice}).
+		WithAnnotations(map[string]string{BundleForAnnotation: owner}).
 		WithData(map[string]string{InlineKey: string(bundle)})
 	if _, err := cms.Apply(ctx, ac, metav1.ApplyOptions{FieldManager: manager, Force: true}); err != nil {
 		return src, fmt.Errorf("write ConfigMap %s/%s: %w", namespace, src.Name, err)
@@ -294,7 +309,10 @@ func EnsureInlineConfigMap(ctx context.Context, core kubernetes.Interface, names
 
 // DeleteInlineConfigMap deletes the inline ConfigMap if kmshealth created it.
 func DeleteInlineConfigMap(ctx context.Context, core kubernetes.Interface, namespace, apiservice string) error {
-	name := InlineConfigMapName(apiservice)
+	return deleteInline(ctx, core, namespace, InlineConfigMapName(apiservice))
+}
+
+func deleteInline(ctx context.Context, core kubernetes.Interface, namespace, name string) error {
 	cms := core.CoreV1().ConfigMaps(namespace)
 	cm, err := cms.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {

@@ -15,7 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// t0 is the fixed "now" of these tests: the time of DESIGN.md's example.
+// t0 is the fixed "now" of these tests: the time of the example in
+// ARCHITECTURE.md, "KMS health wire format".
 var t0 = time.Date(2026, 5, 8, 12, 34, 56, 0, time.UTC)
 
 func healthy(keyID, kekID string, checked time.Time) Plugin {
@@ -658,7 +659,7 @@ func TestMessagePattern(t *testing.T) {
 	}
 	good := `[{"keyID":"1","kekID":"k","status":"healthy","lastChecked":"2026-05-08T12:34:56Z"}]`
 	if !messageRE.MatchString(good) {
-		t.Fatalf("the design's example %s does not match", good)
+		t.Fatalf("the wire format's example %s does not match", good)
 	}
 	for name, msg := range map[string]string{
 		"key in another case":      strings.Replace(good, `"lastChecked"`, `"LastChecked"`, 1),

@@ -3,7 +3,7 @@
 // condition), the aggregator in `reconcile` mode (roll the nodes up into
 // KMSPluginsDegraded, clean up orphans) and the kmshealth_kms_plugin_health
 // data source (parse and judge the conditions). The wire format is fixed by
-// DESIGN.md, "KMS health wire format".
+// ARCHITECTURE.md, "KMS health wire format".
 //
 // Probing, building a condition and judging conditions are pure steps; only
 // the functions in write.go talk to the API server.

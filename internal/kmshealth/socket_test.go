@@ -74,7 +74,8 @@ func TestParseSocket(t *testing.T) {
 }
 
 func TestSocketPatternIsDesigns(t *testing.T) {
-	// DESIGN.md fixes the pattern; a change must be deliberate.
+	// ARCHITECTURE.md ("KMS health wire format") fixes the pattern; a
+	// change must be deliberate.
 	const design = `^unix:///var/run/kmsplugin/kms-(\d+)\.sock$`
 	if SocketPattern.String() != design {
 		t.Errorf("SocketPattern = %s, want %s", SocketPattern, design)

@@ -21,11 +21,13 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 )
@@ -301,7 +303,7 @@ func (m providerModel) kubeConfig(ctx context.Context) (kube.Config, diag.Diagno
 }
 
 func (p *kmshealthProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{NewAPIServiceCABundleResource, NewReconcilerResource, NewReporterResource, NewTLSProfileConfigMapResource, NewRBACProxySidecarResource}
+	return []func() resource.Resource{NewAPIServiceCABundleResource, NewReconcilerResource, NewReporterResource, NewTLSProfileConfigMapResource, NewRBACProxySidecarResource, NewWebhookCABundleResource}
 }
 
 func (p *kmshealthProvider) DataSources(context.Context) []func() datasource.DataSource {
@@ -322,6 +324,7 @@ type Clients struct {
 	core       kubernetes.Interface
 	aggregator aggregator.Interface
 	dynamic    dynamic.Interface
+	extensions apiextensionsclient.Interface
 	err        error
 }
 
@@ -362,6 +365,9 @@ func (c *Clients) build() error {
 		return &configError{err}
 	}
 	if c.dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		return &configError{err}
+	}
+	if c.extensions, err = apiextensionsclient.NewForConfig(cfg); err != nil {
 		return &configError{err}
 	}
 	return nil
@@ -411,6 +417,14 @@ func (c *Clients) Dynamic() (dynamic.Interface, error) {
 		return nil, err
 	}
 	return c.dynamic, nil
+}
+
+// CABundle returns the clients of the caBundle injectables.
+func (c *Clients) CABundle() (cabundle.Clients, error) {
+	if err := c.get(); err != nil {
+		return cabundle.Clients{}, err
+	}
+	return cabundle.Clients{Core: c.core, Aggregator: c.aggregator, Extensions: c.extensions}, nil
 }
 
 // coreAndDynamic returns the clientset and the dynamic client, or adds the

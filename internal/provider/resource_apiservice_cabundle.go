@@ -95,6 +95,13 @@ func (m *apiServiceCABundleModel) sourceKnown() bool {
 
 // setBundle fills the computed attributes that describe a bundle.
 func (m *apiServiceCABundleModel) setBundle(bundle []byte, now time.Time) {
+	m.FingerprintSHA256, m.CertificateCount, m.NotAfter, m.Certificates = describeBundle(bundle, now)
+}
+
+// describeBundle is the computed attributes of every caBundle resource
+// that describe a bundle: fingerprint_sha256, certificate_count,
+// not_after and certificates.
+func describeBundle(bundle []byte, now time.Time) (fingerprint types.String, count types.Int64, notAfter types.String, certificates types.List) {
 	info, _ := cabundle.Inspect(bundle, now)
 	certs := make([]attr.Value, len(info.Certificates))
 	for i, c := range info.Certificates {
@@ -103,13 +110,11 @@ func (m *apiServiceCABundleModel) setBundle(bundle []byte, now time.Time) {
 			"not_after": types.StringValue(c.NotAfter.UTC().Format(time.RFC3339)), "sha256_fingerprint": types.StringValue(c.SHA256Fingerprint),
 		})
 	}
-	m.Certificates = types.ListValueMust(certificateType, certs)
-	m.FingerprintSHA256 = types.StringValue(info.FingerprintSHA256)
-	m.CertificateCount = types.Int64Value(int64(info.CertificateCount))
-	m.NotAfter = types.StringValue("")
+	notAfter = types.StringValue("")
 	if !info.NotAfter.IsZero() {
-		m.NotAfter = types.StringValue(info.NotAfter.UTC().Format(time.RFC3339))
+		notAfter = types.StringValue(info.NotAfter.UTC().Format(time.RFC3339))
 	}
+	return types.StringValue(info.FingerprintSHA256), types.Int64Value(int64(info.CertificateCount)), notAfter, types.ListValueMust(certificateType, certs)
 }
 
 func (m *apiServiceCABundleModel) setBundleUnknown() {

@@ -65,6 +65,7 @@ type reconcilerModel struct {
 	Image           types.String   `tfsdk:"image"`
 	Replicas        types.Int64    `tfsdk:"replicas"`
 	CABundles       types.Map      `tfsdk:"ca_bundles"`
+	WebhookBundles  types.Map      `tfsdk:"webhook_ca_bundles"` // of reconcilerWebhookBundleType
 	KMSTarget       types.String   `tfsdk:"kms_target"`
 	KMSMaxStaleness types.String   `tfsdk:"kms_max_staleness"`
 	FieldManager    types.String   `tfsdk:"field_manager"`
@@ -250,6 +251,9 @@ func (m *reconcilerModel) config(ctx context.Context) (reconcilerinstall.Config,
 		}
 		c.CABundles[apiservice] = s
 	}
+	kept, d := webhookBundlesConfig(ctx, m.WebhookBundles)
+	diags.Append(d...)
+	c.WebhookCABundles = kept
 	profiles, d := m.tlsProfiles(ctx)
 	diags.Append(d...)
 	c.TLSProfiles = profiles
@@ -299,7 +303,8 @@ func (r *reconcilerResource) Schema(ctx context.Context, _ resource.SchemaReques
 			"name": schema.StringAttribute{
 				Optional: true, Computed: true,
 				Default: stringdefault.StaticString(reconcilerinstall.DefaultName),
-				MarkdownDescription: "Name of the ServiceAccount, Deployment and PodDisruptionBudget, and prefix of the other objects. " +
+				MarkdownDescription: "Name of the ServiceAccount, Deployment, PodDisruptionBudget and leader-election Lease, and prefix of the other objects: " +
+					"two reconcilers of different names in one namespace elect a leader each. " +
 					"Default `" + reconcilerinstall.DefaultName + "`. A DNS-1035 label of at most 55 characters (so `<name>-metrics` is a valid Service name). Changing it replaces the resource.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 				Validators:    []validator.String{reconcilerName},
@@ -338,6 +343,7 @@ func (r *reconcilerResource) Schema(ctx context.Context, _ resource.SchemaReques
 					mapvalidator.ValueStringsAre(caBundleSource{}),
 				},
 			},
+			"webhook_ca_bundles": webhookBundlesAttribute(),
 			"tls_profiles": schema.ListNestedAttribute{
 				Optional: true, Computed: true,
 				Default: listdefault.StaticValue(types.ListValueMust(reconcilerTLSProfileType, []attr.Value{})),
@@ -647,6 +653,9 @@ func (r *reconcilerResource) Read(ctx context.Context, req resource.ReadRequest,
 	recorded, diags := types.MapValueFrom(ctx, types.StringType, bundles)
 	resp.Diagnostics.Append(diags...)
 	state.CABundles = recorded
+	webhookBundles, diags := webhookBundlesValue(ctx, got.WebhookCABundles)
+	resp.Diagnostics.Append(diags...)
+	state.WebhookBundles = webhookBundles
 	// The profiles as recorded, in the configuration's order and shape when
 	// they are the same.
 	if !sameTLSProfiles(got.TLSProfiles, want.TLSProfiles) || state.TLSProfiles.IsNull() || state.TLSProfiles.IsUnknown() {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/dynamic"
@@ -51,6 +53,7 @@ type Clients struct {
 	Aggregator aggregator.Interface
 	Dynamic    dynamic.Interface
 	Metadata   metadata.Interface
+	Extensions apiextensionsclient.Interface
 }
 
 func newClients(cfg *rest.Config) (*Clients, error) {
@@ -70,6 +73,9 @@ func newClients(cfg *rest.Config) (*Clients, error) {
 	if c.Metadata, err = metadata.NewForConfig(cfg); err != nil {
 		return nil, err
 	}
+	if c.Extensions, err = apiextensionsclient.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -86,7 +92,7 @@ func Run(ctx context.Context, o Options, version string) error {
 	}
 	var controllers []*controller.Controller
 	if o.RecordConfigMap != "" {
-		controllers = append(controllers, controller.New(newCABundlePattern(c, o)))
+		controllers = append(controllers, controller.New(newCABundlePattern(c, o)), controller.New(newWebhookCABundlePattern(c, o)))
 	}
 	if o.KMSAggregator {
 		p, err := newKMSAggregatorPattern(c, o)
@@ -134,5 +140,6 @@ func scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(apiregv1.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	return s
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -15,6 +16,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -91,6 +93,13 @@ func Build(c Config) (Objects, error) {
 	return o, nil
 }
 
+// webhookResources are the API resources of the webhook caBundle kinds.
+var webhookResources = []struct{ kind, group, resource string }{
+	{cabundle.KindValidatingWebhookConfiguration, admissionregistrationv1.GroupName, "validatingwebhookconfigurations"},
+	{cabundle.KindMutatingWebhookConfiguration, admissionregistrationv1.GroupName, "mutatingwebhookconfigurations"},
+	{cabundle.KindCustomResourceDefinition, apiextensionsv1.GroupName, "customresourcedefinitions"},
+}
+
 // BuildNamespace is the namespace kmshealth creates when asked to. It
 // enforces the restricted Pod Security Standard, which the reconciler meets.
 func BuildNamespace(c Config) *corev1ac.NamespaceApplyConfiguration {
@@ -123,6 +132,13 @@ func BuildClusterRole(c Config) *rbacv1ac.ClusterRoleApplyConfiguration {
 	if names := c.APIServices(); len(names) > 0 {
 		rules = append(rules, rbacv1ac.PolicyRule().WithAPIGroups(apiregv1.GroupName).WithResources("apiservices").
 			WithResourceNames(names...).WithVerbs("get", "list", "watch", "patch"))
+	}
+	// The webhook caBundle controller's objects, exactly those kept.
+	for _, r := range webhookResources {
+		if names := c.WebhookNames(r.kind); len(names) > 0 {
+			rules = append(rules, rbacv1ac.PolicyRule().WithAPIGroups(r.group).WithResources(r.resource).
+				WithResourceNames(names...).WithVerbs("get", "list", "watch", "patch"))
+		}
 	}
 	rules = append(rules,
 		rbacv1ac.PolicyRule().WithAPIGroups(authenticationv1.GroupName).WithResources("tokenreviews").WithVerbs("create"),
@@ -159,16 +175,23 @@ func BuildClusterRoleBinding(c Config) *rbacv1ac.ClusterRoleBindingApplyConfigur
 		WithSubjects(c.subject())
 }
 
+// Lease is the installation's leader-election Lease: its Name, so two
+// reconcilers of different names in one namespace each elect their own
+// leader and keep their own objects. An installation named DefaultName
+// keeps LeaseName, the Lease every installation used before, so upgrading
+// one hands leadership over instead of electing a second leader.
+func (c Config) Lease() string { return c.Name }
+
 // BuildLeaderRole grants the leader-election Lease and the record. RBAC
 // cannot restrict create by name (the name is not known before the object
 // exists), so create is granted on leases in Namespace, get and update on
-// LeaseName only; the record is read and watched by name.
+// this installation's Lease only; the record is read and watched by name.
 func BuildLeaderRole(c Config) *rbacv1ac.RoleApplyConfiguration {
 	return rbacv1ac.Role(c.LeaderElectionRoleName(), c.Namespace).
 		WithLabels(c.Labels(ComponentLeaderElect)).
 		WithRules(
 			rbacv1ac.PolicyRule().WithAPIGroups(coordinationv1.GroupName).WithResources("leases").WithVerbs("create"),
-			rbacv1ac.PolicyRule().WithAPIGroups(coordinationv1.GroupName).WithResources("leases").WithResourceNames(LeaseName).WithVerbs("get", "update"),
+			rbacv1ac.PolicyRule().WithAPIGroups(coordinationv1.GroupName).WithResources("leases").WithResourceNames(c.Lease()).WithVerbs("get", "update"),
 			rbacv1ac.PolicyRule().WithAPIGroups(corev1.GroupName).WithResources("configmaps").WithResourceNames(c.RecordName()).WithVerbs("get", "list", "watch"),
 		)
 }
@@ -209,6 +232,9 @@ func BuildRecord(c Config) *corev1ac.ConfigMapApplyConfiguration {
 	ac := corev1ac.ConfigMap(c.RecordName(), c.Namespace).WithLabels(c.Labels(ComponentRecord))
 	if len(c.CABundles) > 0 { // an empty map would not round-trip
 		ac.WithData(cabundle.RecordData(c.CABundles))
+	}
+	if len(c.WebhookCABundles) > 0 {
+		ac.WithData(cabundle.TargetRecordData(c.WebhookCABundles))
 	}
 	if len(c.TLSProfiles) > 0 {
 		ac.WithData(tlsProfilesRecord(c.TLSProfiles))
@@ -441,6 +467,7 @@ func Args(c Config) []string {
 		"reconcile",
 		"--namespace=$(" + podNamespaceEnv + ")",
 		"--leader-elect=true",
+		"--leader-elect-lease-name=" + c.Lease(),
 		fmt.Sprintf("--metrics-bind-address=:%d", MetricsPort),
 		fmt.Sprintf("--health-probe-bind-address=:%d", HealthPort),
 		"--record-configmap=" + c.RecordName(),

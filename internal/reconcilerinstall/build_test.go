@@ -78,6 +78,9 @@ func TestArgsParseWithTheReconcilersOwnFlags(t *testing.T) {
 	if o.LeaseName != LeaseName {
 		t.Errorf("reconcile's Lease is %q, the leader-election Role grants %q", o.LeaseName, LeaseName)
 	}
+	if granted := BuildLeaderRole(c).Rules[1].ResourceNames; !slices.Equal(granted, []string{o.LeaseName}) {
+		t.Errorf("reconcile's Lease is %q, the leader-election Role grants %q", o.LeaseName, granted)
+	}
 	if o.RecordConfigMap != c.RecordName() {
 		t.Errorf("reconcile reads the record %q, the installation writes %q", o.RecordConfigMap, c.RecordName())
 	}
@@ -397,5 +400,29 @@ func TestClusterRoleFollowsKMSTarget(t *testing.T) {
 	}
 	if !status || crd {
 		t.Errorf("rules %+v: want patch on kubeapiservers/status cluster and nothing about the KMSHealth CRD", cr.Rules)
+	}
+}
+
+// Two reconcilers of different names in one namespace must not share a
+// leadership: each runs on its own Lease, granted only that one.
+func TestLeasePerInstallation(t *testing.T) {
+	a, b := testConfig(), testConfig()
+	b.Name = "platform-reconciler"
+	leaseOf := func(c Config) string {
+		t.Helper()
+		var o reconciler.Options
+		if err := incluster.ParseArgs("reconcile", Args(c), &o); err != nil {
+			t.Fatalf("reconcile rejects %q: %v", Args(c), err)
+		}
+		if granted := BuildLeaderRole(c).Rules[1].ResourceNames; !slices.Equal(granted, []string{o.LeaseName}) {
+			t.Errorf("%s runs on Lease %q, its Role grants %q", c.Name, o.LeaseName, granted)
+		}
+		return o.LeaseName
+	}
+	if la, lb := leaseOf(a), leaseOf(b); la == lb {
+		t.Errorf("reconcilers %q and %q in namespace %s share the Lease %q", a.Name, b.Name, a.Namespace, la)
+	}
+	if la := leaseOf(a); la != LeaseName {
+		t.Errorf("the default installation moved from Lease %q to %q: an upgrade would elect a second leader", LeaseName, la)
 	}
 }

@@ -2,6 +2,8 @@ package reconcilerinstall
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -52,7 +54,7 @@ func Declare(c Config) install.Declaration {
 	// unconstrained; by name too when the Config has none, so Delete finds
 	// them.
 	if c.AdmissionPolicy || c.Image == "" {
-		for _, p := range []install.Policy{APIServicePolicy(c), KMSStatusPolicy(c), TLSConfigMapPolicy(c), WorkloadPolicy(c)} {
+		for _, p := range []install.Policy{APIServicePolicy(c), WebhookConfigurationPolicy(c), CRDPolicy(c), KMSStatusPolicy(c), TLSConfigMapPolicy(c), WorkloadPolicy(c)} {
 			for _, o := range p.Objects() {
 				if !c.AdmissionPolicy {
 					o.Body = nil
@@ -181,6 +183,10 @@ func (l *Live) Config() Config {
 		good, _ := cabundle.FromRecord(data)
 		if len(good) > 0 {
 			c.CABundles = good
+		}
+		kept, _ := cabundle.TargetsFromRecord(data)
+		for _, key := range slices.Sorted(maps.Keys(kept)) {
+			c.WebhookCABundles = append(c.WebhookCABundles, kept[key])
 		}
 		c.TLSProfiles = tlsProfilesFromRecord(data)
 		c.RBACProxies = rbacProxiesFromRecord(data)

@@ -33,7 +33,8 @@ const (
 	DefaultReplicas = 2
 	// ContainerName is the reconciler's container in the Deployment.
 	ContainerName = "reconciler"
-	// LeaseName is the reconcile mode's --leader-elect-lease-name default.
+	// LeaseName is the reconcile mode's --leader-elect-lease-name default,
+	// and the Lease of an installation named DefaultName (see Config.Lease).
 	LeaseName = "kmshealth-reconciler"
 	// MetricsPort serves /metrics (HTTPS, TokenReview + SubjectAccessReview),
 	// HealthPort /healthz and /readyz.
@@ -94,6 +95,12 @@ type Config struct {
 	// CA bundle source: the record lists them, RBAC grants exactly these
 	// APIServices and sources.
 	CABundles map[string]cabundle.Source
+	// WebhookCABundles are the webhook configurations and CRD conversion
+	// webhooks the reconciler keeps, each with the webhooks it owns and
+	// its CA bundle source: the record lists them, RBAC grants exactly
+	// these objects and sources, and the admission policy lets it change
+	// only their caBundles.
+	WebhookCABundles []cabundle.Kept
 	// KMSTarget is the object the KMS health reporters write to, where the
 	// aggregator rolls their conditions up; the zero value means the
 	// default KMSHealth object "cluster".
@@ -218,6 +225,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("ca_bundles[%q]: source %q: %w", apiservice, s, s.Validate()))
 		}
 	}
+	errs = append(errs, c.validateWebhookCABundles()...)
 	if c.KMSTarget != (kmshealth.Target{}) {
 		if err := c.KMSTarget.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("kms_target: %w", err))
@@ -267,7 +275,58 @@ func (c Config) Sources() []cabundle.Source {
 	for _, s := range c.CABundles {
 		out = append(out, s)
 	}
+	for _, k := range c.WebhookCABundles {
+		out = append(out, k.Source)
+	}
 	return sortedSources(out)
+}
+
+// WebhookNames are the kept objects of kind, sorted.
+func (c Config) WebhookNames(kind string) []string {
+	var out []string
+	for _, k := range c.WebhookCABundles {
+		if k.Target.Kind == kind {
+			out = append(out, k.Target.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// validateWebhookCABundles checks each kept object: a kind kmshealth
+// injects, valid names, webhooks only for a webhook configuration, a
+// valid source, each object once.
+func (c Config) validateWebhookCABundles() []error {
+	var errs []error
+	seen := map[string]bool{}
+	for i, k := range c.WebhookCABundles {
+		bad := func(format string, args ...any) {
+			errs = append(errs, fmt.Errorf("webhook_ca_bundles[%d]: %s", i, fmt.Sprintf(format, args...)))
+		}
+		t := k.Target
+		if !slices.Contains(cabundle.WebhookKinds(), t.Kind) {
+			bad("kind %q: must be one of %s", t.Kind, strings.Join(cabundle.WebhookKinds(), ", "))
+		}
+		for _, m := range validation.IsDNS1123Subdomain(t.Name) {
+			bad("name %q: %s", t.Name, m)
+		}
+		if t.Kind == cabundle.KindCustomResourceDefinition && len(t.Webhooks) > 0 {
+			bad("webhooks: a CustomResourceDefinition has one conversion webhook; remove webhooks")
+		}
+		for _, w := range t.Webhooks {
+			for _, m := range validation.IsDNS1123Subdomain(w) {
+				bad("webhook %q: %s", w, m)
+			}
+		}
+		if err := k.Source.Validate(); err != nil {
+			bad("source %q: %v", k.Source, err)
+		}
+		if seen[t.String()] {
+			bad("%s is named twice", t)
+		}
+		seen[t.String()] = true
+	}
+	return errs
 }
 
 // APIServices are the kept APIServices, sorted.
@@ -276,7 +335,7 @@ func (c Config) APIServices() []string { return slices.Sorted(maps.Keys(c.CABund
 // SourceNamespaces are the namespaces that get a sources Role, sorted.
 func (c Config) SourceNamespaces() []string {
 	var out []string
-	for _, s := range c.CABundles {
+	for _, s := range c.Sources() {
 		out = append(out, s.Namespace)
 	}
 	slices.Sort(out)

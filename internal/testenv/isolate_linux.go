@@ -43,7 +43,7 @@ func isolate() error {
 		return setUpNamespaces()
 	}
 	if os.Geteuid() != 0 {
-		return errors.New("the node test bed runs kubelet, containerd and runc: it needs root (run `sudo make test`, or as root in CI)")
+		return errors.New(`the node test bed runs kubelet, containerd and runc: it needs root (sudo resets PATH and HOME: run sudo env "PATH=$PATH" "KMSHEALTH_CACHE=$HOME/.cache/kmshealth" make test, or as root in CI)`)
 	}
 	before, err := hostState()
 	if err != nil {

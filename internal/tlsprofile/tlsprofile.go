@@ -1,9 +1,9 @@
-// Package tlsprofile is the TLS security profile pattern (DESIGN.md, pattern
-// 2): it turns an OpenShift-style profile — Old, Intermediate, Modern or
-// Custom, as in config.openshift.io/v1 APIServer.spec.tlsSecurityProfile —
-// into what Go's crypto/tls can honour, and into the profile.json document
-// that consuming workloads mount and read at startup without calling the API
-// server.
+// Package tlsprofile is the TLS security profile pattern (pattern 2 of
+// ARCHITECTURE.md): it turns an OpenShift-style profile — Old,
+// Intermediate, Modern or Custom, as in config.openshift.io/v1
+// APIServer.spec.tlsSecurityProfile — into what Go's crypto/tls can honour,
+// and into the profile.json document that consuming workloads mount and
+// read at startup without calling the API server.
 //
 // The steps are pure and shared by the Terraform resource and the reconciler:
 //

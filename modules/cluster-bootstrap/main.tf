@@ -36,6 +36,30 @@ resource "kmshealth_apiservice_cabundle" "this" {
   }
 }
 
+# The same for webhook configurations and CRD conversion webhooks: only
+# their caBundles, from one authoritative object each.
+resource "kmshealth_webhook_cabundle" "this" {
+  for_each = var.webhook_ca_bundles
+
+  kind             = split("/", each.key)[0]
+  name             = split("/", each.key)[1]
+  webhooks         = each.value.webhooks
+  ca_bundle        = each.value.ca_bundle
+  bundle_namespace = each.value.bundle_namespace
+  field_manager    = var.field_manager
+  force_conflicts  = each.value.force_conflicts
+
+  dynamic "source" {
+    for_each = each.value.source == null ? [] : [each.value.source]
+    content {
+      kind      = source.value.kind
+      namespace = source.value.namespace
+      name      = source.value.name
+      key       = source.value.key
+    }
+  }
+}
+
 # The in-cluster reconciler: restores each caBundle above within
 # milliseconds of an out-of-band overwrite, between applies, keeps the TLS
 # profiles and the rbac proxy sidecars, and rolls the reporters' conditions
@@ -55,6 +79,10 @@ resource "kmshealth_reconciler" "this" {
   field_manager    = var.field_manager
 
   ca_bundles = { for r in kmshealth_apiservice_cabundle.this : r.apiservice_name => r.ca_bundle_source }
+
+  # The webhook and CRD caBundles above, with RBAC on exactly these objects
+  # and an admission policy that lets it change nothing else of them.
+  webhook_ca_bundles = { for r in kmshealth_webhook_cabundle.this : r.id => { source = r.ca_bundle_source, webhooks = r.webhooks } }
 
   # It also keeps each TLS profile ConfigMap below (an edited profile.json,
   # a removed hash annotation; for source = "cluster", a changed cluster

@@ -35,6 +35,18 @@ output "kms_nodes" {
   }
 }
 
+output "webhook_ca_bundles" {
+  description = "Per entry of `webhook_ca_bundles` (its `<kind>/<name>` key): `fingerprint_sha256` (hex SHA-256 of the live caBundle: a change between plans means drift or a rotated source), `not_after` (earliest certificate expiry, RFC 3339: alert on it), `certificate_count`, and `source`, the authoritative `<Kind>/<namespace>/<name>/<key>` the reconciler restores it from."
+  value = {
+    for key, r in kmshealth_webhook_cabundle.this : key => {
+      fingerprint_sha256 = r.fingerprint_sha256
+      not_after          = r.not_after
+      certificate_count  = r.certificate_count
+      source             = r.ca_bundle_source
+    }
+  }
+}
+
 output "ca_bundles" {
   description = "Per APIService (the keys of `apiservices`): `fingerprint_sha256` (hex SHA-256 of the live caBundle: a change between plans means drift or a rotated source), `not_after` (earliest certificate expiry, RFC 3339: alert on it), `certificate_count`, and `source`, the authoritative `<Kind>/<namespace>/<name>/<key>` the reconciler restores it from."
   value = {

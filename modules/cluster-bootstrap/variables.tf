@@ -38,6 +38,54 @@ variable "apiservices" {
   }
 }
 
+variable "webhook_ca_bundles" {
+  description = <<-EOT
+    The webhook configurations and CRD conversion webhooks whose caBundle must not drift, keyed by `<kind>/<name>`: `ValidatingWebhookConfiguration/<name>`, `MutatingWebhookConfiguration/<name>` or `CustomResourceDefinition/<plural>.<group>` (its `spec.conversion.strategy` must be `Webhook`). Each object must already exist. Give each exactly one CA source, as for `apiservices`:
+
+    - `source`: the Secret or ConfigMap key that holds the PEM, never modified; or
+    - `ca_bundle`: inline PEM, kept in a ConfigMap `kmshealth-cabundle-<validating|mutating|crd>-<name>` in `bundle_namespace` (default `kube-system`);
+    - `webhooks`: the webhooks of a configuration whose caBundle to keep (default: every webhook); not for a CRD;
+    - `force_conflicts = true` takes a caBundle over from another field manager on create.
+
+    The reconciler, when installed, keeps them too, and its admission policy lets it change nothing of these objects but their caBundles.
+  EOT
+  type = map(object({
+    ca_bundle = optional(string)
+    source = optional(object({
+      kind      = string
+      namespace = string
+      name      = string
+      key       = string
+    }))
+    webhooks         = optional(set(string))
+    bundle_namespace = optional(string)
+    force_conflicts  = optional(bool, false)
+  }))
+  default  = {}
+  nullable = false
+
+  validation {
+    condition     = alltrue([for k in keys(var.webhook_ca_bundles) : can(regex("^(ValidatingWebhookConfiguration|MutatingWebhookConfiguration|CustomResourceDefinition)/[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", k))])
+    error_message = "webhook_ca_bundles: each key must be <kind>/<name> with kind ValidatingWebhookConfiguration, MutatingWebhookConfiguration or CustomResourceDefinition, e.g. ValidatingWebhookConfiguration/cert-manager-webhook; not: ${join(", ", [for k in keys(var.webhook_ca_bundles) : k if !can(regex("^(ValidatingWebhookConfiguration|MutatingWebhookConfiguration|CustomResourceDefinition)/[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", k))])}."
+  }
+  validation {
+    condition     = alltrue([for w in values(var.webhook_ca_bundles) : (w.ca_bundle == null) != (w.source == null)])
+    error_message = "webhook_ca_bundles: each entry takes its CA from exactly one source: set either ca_bundle (inline PEM) or source (a Secret or ConfigMap key), not both and not neither. Fix: ${join(", ", [for k, w in var.webhook_ca_bundles : "webhook_ca_bundles[\"${k}\"] (${w.ca_bundle == null ? "neither is set" : "both are set"})" if(w.ca_bundle == null) == (w.source == null)])}."
+  }
+  validation {
+    condition     = alltrue([for w in values(var.webhook_ca_bundles) : w.source == null || contains(["Secret", "ConfigMap"], try(w.source.kind, ""))])
+    error_message = "webhook_ca_bundles: source.kind must be \"Secret\" or \"ConfigMap\"."
+  }
+  validation {
+    condition     = alltrue([for w in values(var.webhook_ca_bundles) : w.ca_bundle == null || can(regex("-----BEGIN CERTIFICATE-----", w.ca_bundle))])
+    error_message = "webhook_ca_bundles: ca_bundle must be PEM holding at least one \"-----BEGIN CERTIFICATE-----\" block (the CA that signs the webhook server's serving certificate). Fix: ${join(", ", [for k, w in var.webhook_ca_bundles : "webhook_ca_bundles[\"${k}\"].ca_bundle" if w.ca_bundle != null && !can(regex("-----BEGIN CERTIFICATE-----", w.ca_bundle))])}."
+  }
+  validation {
+    condition     = alltrue([for k, w in var.webhook_ca_bundles : w.webhooks == null || !startswith(k, "CustomResourceDefinition/")])
+    error_message = "webhook_ca_bundles: webhooks may be set only for a webhook configuration; a CustomResourceDefinition has one conversion webhook. Fix: ${join(", ", [for k, w in var.webhook_ca_bundles : "webhook_ca_bundles[\"${k}\"].webhooks" if w.webhooks != null && startswith(k, "CustomResourceDefinition/")])}."
+  }
+}
+
 variable "field_manager" {
   description = "Server-side apply field manager of the caBundles, and the one the reconciler writes them as. Keep the default `kmshealth` unless another kmshealth installation already manages these APIServices."
   type        = string

@@ -101,12 +101,13 @@ func loadRehearsal(t *testing.T) *rehearsal {
 //     SHA256SUMS changed after signing, and a build linked to a digest
 //     nobody pushed.
 //
-// It runs under the CLI of the acceptance pass (Terraform or OpenTofu), on
-// the package's node. The release is built once, before the passes, by
-// scripts/test-acc.sh (`go run ./internal/cmd/rehearse`, about a minute
-// warm, nothing when the commit is unchanged and the tree clean): both
-// passes read it, and building it here would cost each pass a goreleaser
-// run on two shared cores. Without it the test fails; it never skips.
+// It runs under the CLI of each acceptance pass (Terraform 1.5.7, the
+// newest Terraform, OpenTofu), on the package's node. The release is built
+// once, before the passes, by scripts/test-acc.sh (`go run
+// ./internal/cmd/rehearse`, about a minute warm, nothing when the commit is
+// unchanged and the tree clean): every pass reads it, and building it here
+// would cost each pass a goreleaser run on two shared cores. Without it the
+// test fails; it never skips.
 func TestAccRelease_rehearsal(t *testing.T) {
 	r := loadRehearsal(t)
 	c := newCLI(t)

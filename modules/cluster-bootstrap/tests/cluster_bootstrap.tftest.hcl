@@ -65,6 +65,29 @@ run "two_sources_for_one_ca_bundle" {
   expect_failures = [var.apiservices]
 }
 
+run "two_sources_for_one_webhook_ca_bundle" {
+  command = plan
+  variables {
+    webhook_ca_bundles = {
+      "ValidatingWebhookConfiguration/hooks" = {
+        ca_bundle = var.ca_pem
+        source    = { kind = "Secret", namespace = var.namespace, name = var.source_secret, key = "ca.crt" }
+      }
+    }
+  }
+  expect_failures = [var.webhook_ca_bundles]
+}
+
+run "webhooks_named_for_a_crd" {
+  command = plan
+  variables {
+    webhook_ca_bundles = {
+      "CustomResourceDefinition/things.example.com" = { ca_bundle = var.ca_pem, webhooks = ["a.example.com"] }
+    }
+  }
+  expect_failures = [var.webhook_ca_bundles]
+}
+
 # Everything on: two caBundles (inline and from a Secret), the reconciler,
 # the reporter, the KMS health read-back and a TLS profile rolling a
 # Deployment.

@@ -1,0 +1,152 @@
+package reconcilerinstall
+
+import (
+	"strconv"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
+)
+
+// webhookMeta are the metadata variables and rules every caBundle policy
+// shares: no metadata but the source annotation may change.
+var webhookMetaVariables = [][2]string{
+	{"newMeta", "dyn(object.metadata)"},
+	{"oldMeta", "dyn(oldObject.metadata)"},
+	{"newAnn", "object.metadata.?annotations.orValue({})"},
+	{"oldAnn", "oldObject.metadata.?annotations.orValue({})"},
+	{"own", "'" + cabundle.SourceAnnotation + "'"},
+	{"volatile", "['annotations', 'managedFields', 'resourceVersion', 'generation']"},
+}
+
+func webhookMetaRules() []install.PolicyRule {
+	return []install.PolicyRule{
+		{
+			Expression: install.UnchangedBut("variables.newMeta", "variables.oldMeta", "variables.volatile"),
+			Message:    "the kmshealth reconciler may change no metadata but the " + cabundle.SourceAnnotation + " annotation",
+		},
+		{
+			Expression: install.UnchangedBut("variables.newAnn", "variables.oldAnn", "[variables.own]"),
+			Message:    "the kmshealth reconciler may change only the " + cabundle.SourceAnnotation + " annotation",
+		},
+	}
+}
+
+// keptWebhooks is a CEL map literal: resource → configuration name → the
+// webhooks the reconciler owns ([] for every webhook).
+func (c Config) keptWebhooks() string {
+	var resources []string
+	for _, r := range webhookResources {
+		if r.kind == cabundle.KindCustomResourceDefinition {
+			continue
+		}
+		var entries []string
+		for _, k := range c.WebhookCABundles {
+			if k.Target.Kind == r.kind {
+				entries = append(entries, strconv.Quote(k.Target.Name)+": "+celList(k.Target.Webhooks))
+			}
+		}
+		resources = append(resources, strconv.Quote(r.resource)+": {"+strings.Join(entries, ", ")+"}")
+	}
+	return "{" + strings.Join(resources, ", ") + "}"
+}
+
+// WebhookConfigurationPolicy lets the reconciler's ServiceAccount change,
+// of the validating and mutating webhook configurations it keeps, only the
+// clientConfig.caBundle of the webhooks it owns and the
+// kmshealth.io/ca-bundle-source annotation, and never create or delete a
+// configuration. Everything else is compared whole: a stolen token cannot
+// redirect a webhook (clientConfig.service, url), widen or narrow what it
+// sees (rules, namespaceSelector, objectSelector, matchPolicy,
+// matchConditions), weaken it (failurePolicy, sideEffects, timeoutSeconds)
+// or touch another webhook or configuration. Webhook configurations have
+// no subresources.
+func WebhookConfigurationPolicy(c Config) install.Policy {
+	vars := append([][2]string{
+		{"kept", "dyn(" + c.keptWebhooks() + ")[request.resource.resource]"},
+		{"newHooks", "dyn(object).?webhooks.orValue([])"},
+		{"oldHooks", "dyn(oldObject).?webhooks.orValue([])"},
+	}, webhookMetaVariables...)
+	return install.Policy{
+		Name:           c.PolicyName("webhook-configurations"),
+		Labels:         c.Labels(ComponentAdmission),
+		ServiceAccount: c.serviceAccount(),
+		Group:          admissionregistrationv1.GroupName,
+		Resources:      []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"},
+		Operations:     []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
+		Variables:      vars,
+		Rules: append([]install.PolicyRule{
+			{Expression: "request.operation == 'UPDATE'", Message: "the kmshealth reconciler may only update webhook configurations, never create or delete one"},
+			{
+				// The same names as the RBAC resourceNames and the record.
+				Expression: "request.name in variables.kept",
+				Message:    "the kmshealth reconciler may write only the webhook configurations it keeps (kmshealth_reconciler webhook_ca_bundles)",
+			},
+			{
+				Expression: install.UnchangedBut("dyn(object)", "dyn(oldObject)", "['metadata', 'webhooks']"),
+				Message:    "the kmshealth reconciler may change only webhooks[].clientConfig.caBundle",
+			},
+			{
+				Expression: "variables.newHooks.size() == variables.oldHooks.size() && variables.newHooks.all(w, variables.oldHooks.exists(o, o.name == w.name))",
+				Message:    "the kmshealth reconciler may not add, remove or rename webhooks",
+			},
+			{
+				Expression: "variables.newHooks.all(w, variables.oldHooks.exists(o, o.name == w.name && " +
+					install.UnchangedBut("w", "o", "['clientConfig']") + " && " +
+					install.UnchangedBut("w.clientConfig", "o.clientConfig", "['caBundle']") + "))",
+				Message: "the kmshealth reconciler may change no field of a webhook but clientConfig.caBundle (not clientConfig.service or url, rules, failurePolicy, namespaceSelector, objectSelector, sideEffects, matchPolicy or any other)",
+			},
+			{
+				Expression: "variables.newHooks.all(w, variables.kept[request.name].size() == 0 || w.name in variables.kept[request.name] || " +
+					"variables.oldHooks.exists(o, o.name == w.name && o.clientConfig.?caBundle == w.clientConfig.?caBundle))",
+				Message: "the kmshealth reconciler may change the caBundle only of the webhooks it keeps",
+			},
+		}, webhookMetaRules()...),
+	}
+}
+
+// CRDPolicy lets the reconciler's ServiceAccount change, of the
+// CustomResourceDefinitions it keeps, only
+// spec.conversion.webhook.clientConfig.caBundle and the
+// kmshealth.io/ca-bundle-source annotation; never /status, never create or
+// delete a CRD. Everything else is compared whole.
+func CRDPolicy(c Config) install.Policy {
+	vars := append([][2]string{
+		{"newSpec", "dyn(object.spec)"},
+		{"oldSpec", "dyn(oldObject.spec)"},
+		{"newConv", "variables.newSpec.?conversion.orValue({})"},
+		{"oldConv", "variables.oldSpec.?conversion.orValue({})"},
+		{"newHook", "variables.newConv.?webhook.orValue({})"},
+		{"oldHook", "variables.oldConv.?webhook.orValue({})"},
+		{"newCC", "variables.newHook.?clientConfig.orValue({})"},
+		{"oldCC", "variables.oldHook.?clientConfig.orValue({})"},
+	}, webhookMetaVariables...)
+	return install.Policy{
+		Name:           c.PolicyName("crds"),
+		Labels:         c.Labels(ComponentAdmission),
+		ServiceAccount: c.serviceAccount(),
+		Group:          apiextensionsv1.GroupName,
+		Resources:      []string{"customresourcedefinitions", "customresourcedefinitions/status"},
+		Operations:     []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
+		Variables:      vars,
+		Rules: append([]install.PolicyRule{
+			{Expression: "request.operation == 'UPDATE'", Message: "the kmshealth reconciler may only update CustomResourceDefinitions, never create or delete one"},
+			{Expression: "request.?subResource.orValue('') == ''", Message: "the kmshealth reconciler may not write the status of a CustomResourceDefinition"},
+			{
+				Expression: "request.name in " + celList(c.WebhookNames(cabundle.KindCustomResourceDefinition)),
+				Message:    "the kmshealth reconciler may write only the CustomResourceDefinitions it keeps (kmshealth_reconciler webhook_ca_bundles)",
+			},
+			{
+				Expression: install.UnchangedBut("dyn(object)", "dyn(oldObject)", "['metadata', 'spec']") + " && " +
+					install.UnchangedBut("variables.newSpec", "variables.oldSpec", "['conversion']") + " && " +
+					install.UnchangedBut("variables.newConv", "variables.oldConv", "['webhook']") + " && " +
+					install.UnchangedBut("variables.newHook", "variables.oldHook", "['clientConfig']") + " && " +
+					install.UnchangedBut("variables.newCC", "variables.oldCC", "['caBundle']"),
+				Message: "the kmshealth reconciler may change no field of a CustomResourceDefinition but spec.conversion.webhook.clientConfig.caBundle",
+			},
+		}, webhookMetaRules()...),
+	}
+}
