@@ -129,7 +129,9 @@ func TestAccRelease_rehearsal(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			want: regexp.MustCompile(`404 Not Found`),
+			// "404 Not Found" (Terraform 1.5.7, OpenTofu), "bad response code:
+			// 404" (the newest Terraform).
+			want: regexp.MustCompile(`404 Not Found|bad response code: 404`),
 		},
 		{
 			name: "archive tampered with",
