@@ -11,6 +11,13 @@
 # the API server, so several runs share the two cores well.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The release the rehearsal test (TestAccRelease_rehearsal) installs: built
+# once, by goreleaser from .goreleaser.yaml, for every pass. The passes
+# only read it.
+if [ -z "${KMSHEALTH_RELEASE_REHEARSAL:-}" ]; then
+  go run ./internal/cmd/rehearse -out build/rehearsal
+  export KMSHEALTH_RELEASE_REHEARSAL="$PWD/build/rehearsal"
+fi
 if [ $# -gt 1 ]; then
   out=$(mktemp -d)
   trap 'rm -rf "$out"' EXIT

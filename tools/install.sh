@@ -122,8 +122,10 @@ node-packages)
   # own containerd (own config, root, state and socket, in its own
   # namespaces: internal/testenv/node_linux.go) and needs nothing of the
   # host's but the binaries: containerd and ctr, runc, the CNI plugins in
-  # /usr/lib/cni, iptables and ip. Only what is missing is installed (a
-  # host that has Docker's containerd.io keeps it), and no host service is
+  # /usr/lib/cni, iptables and ip; and GnuPG (gpg, gpg-agent), which signs
+  # the release rehearsal's checksums (internal/cmd/rehearse). Only what is
+  # missing is installed (a host that has Docker's containerd.io keeps it),
+  # and no host service is
   # started or enabled: Debian's containerd package would start containerd
   # on install and enable it at boot.
   missing=""
@@ -132,6 +134,7 @@ node-packages)
   { [ -x /usr/lib/cni/bridge ] && [ -x /usr/lib/cni/host-local ]; } || missing="$missing containernetworking-plugins"
   command -v iptables >/dev/null || missing="$missing iptables"
   command -v ip >/dev/null || missing="$missing iproute2"
+  { command -v gpg && command -v gpg-agent; } >/dev/null || missing="$missing gpg gpg-agent"
   if [ -z "$missing" ]; then
     command -v containerd
     exit 0

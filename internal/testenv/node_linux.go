@@ -240,12 +240,17 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = %q
+  # Per-registry hosts.toml files (MirrorRegistry writes them), read at
+  # every pull: a registry with none is pulled from itself, which in the
+  # test bed's network namespace fails (no route off the machine).
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = %q
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
-`, n.path("containerd/root"), n.path("containerd/state"), n.ContainerdSocket, SandboxImage, cniDir)
+`, n.path("containerd/root"), n.path("containerd/state"), n.ContainerdSocket, SandboxImage, cniDir, n.path("registry-hosts"))
 	if err := os.WriteFile(n.path("containerd.toml"), []byte(config), 0o600); err != nil {
 		return err
 	}
@@ -270,6 +275,24 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// MirrorRegistry makes containerd pull images named in registry (e.g.
+// ghcr.io) from mirror first, a plain-HTTP registry in the test bed (e.g.
+// http://10.244.0.1:5000), by the unchanged reference: an image pinned by
+// digest is pulled by that digest, exactly as a release names it. A miss
+// falls back to registry itself, which the bed cannot reach: the pull
+// fails. It takes effect at the next pull.
+func (n *Node) MirrorRegistry(registry, mirror string) error {
+	dir := filepath.Join(n.path("registry-hosts"), registry)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	hosts := fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", "https://"+registry, mirror)
+	if err := os.WriteFile(filepath.Join(dir, "hosts.toml"), []byte(hosts), 0o600); err != nil {
+		return fmt.Errorf("mirror %s at %s: %w", registry, mirror, err)
+	}
+	return nil
 }
 
 // startKubelet runs kubelet as the node's own identity (system:node:<name>,

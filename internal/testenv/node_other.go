@@ -28,3 +28,6 @@ func (n *Node) NodeLog(string) string { return "" }
 func (n *Node) PodLogs(string, string) string { return "" }
 
 func isolate() error { return errNoNode }
+
+// MirrorRegistry fails: there is no node.
+func (n *Node) MirrorRegistry(string, string) error { return errNoNode }
