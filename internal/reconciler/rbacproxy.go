@@ -48,7 +48,7 @@ func newRBACProxyPattern(c *Clients, o Options) (*rbacProxyPattern, error) {
 			rbacproxy.KindStatefulSet: controller.TypedKind(apps, "statefulsets", &appsv1.StatefulSet{}),
 			rbacproxy.KindDaemonSet:   controller.TypedKind(apps, "daemonsets", &appsv1.DaemonSet{}),
 		},
-		apps:         c.Core.AppsV1(),
+		apps: c.Core.AppsV1(),
 		// The sidecar resource always writes as rbacproxy.FieldManager and
 		// releases exactly that manager's fields on destroy: a restore under
 		// --field-manager (the caBundle resources' manager) would outlive
