@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Prints the Go packages of one class of tests, one per line, for make:
+#   unit         no API server, no root: pure functions, fakes for what only
+#                our code decides (a package is here when no test of it
+#                starts a control plane)
+#   integration  a real kube-apiserver + etcd on loopback, one per package
+#                (testenv.Main / MainN in TestMain); no root
+#   node         a real kubelet node in the test bed's own namespaces
+#                (testenv.MainWithNode): root on Linux
+# Together they are every package with tests (make test runs all three).
+# Portable: bash 3.2 and BSD tools.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+class=${1:?usage: $0 unit|integration|node}
+module=$(go list -m)
+node=$(grep -rlE --include='*_test.go' 'testenv\.MainWithNode\(' internal | xargs -n1 dirname | sort -u)
+# testenv's own TestMain calls Main unqualified.
+plane=$(grep -rlE --include='*_test.go' 'testenv\.Main(N)?\(|^func TestMain\(m \*testing\.M\) \{ Main\(' internal | xargs -n1 dirname | sort -u)
+case "$class" in
+node) printf '%s\n' $node | sed "s|^|$module/|" ;;
+integration) comm -23 <(printf '%s\n' $plane) <(printf '%s\n' $node) | sed "s|^|$module/|" ;;
+unit) go list ./... | grep -vxF -f <(printf '%s\n' $plane $node | sed "s|^|$module/|") ;;
+*) echo "usage: $0 unit|integration|node" >&2; exit 2 ;;
+esac
