@@ -409,7 +409,7 @@ resource "kmshealth_reconciler" "test" {
 		authorizationv1.ResourceAttributes{Verb: "create", Group: "authorization.k8s.io", Resource: "subjectaccessreviews"},
 		authorizationv1.ResourceAttributes{Namespace: "default", Verb: "create", Group: "events.k8s.io", Resource: "events"},
 		authorizationv1.ResourceAttributes{Namespace: "default", Verb: "patch", Group: "events.k8s.io", Resource: "events"},
-		lease("get", "kmshealth-reconciler"), lease("update", "kmshealth-reconciler"), lease("create", ""),
+		lease("get", name), lease("update", name), lease("create", ""), // its own Lease: the installation's name
 	)
 	denied := []authorizationv1.ResourceAttributes{
 		{Namespace: srcNS, Verb: "get", Resource: "secrets", Name: "unrelated"},      // same namespace, not named
@@ -426,7 +426,8 @@ resource "kmshealth_reconciler" "test" {
 		apiservices("delete", secretAPI), apiservices("create", ""),
 		apiservices("list", ""), apiservices("watch", ""), apiservices("patch", "v1."), apiservices("patch", "v1.unmanaged.example.com"),
 		{Namespace: ns, Verb: "update", Resource: "configmaps", Name: name + "-record"},
-		lease("update", "another-lease"), lease("delete", "kmshealth-reconciler"),
+		lease("update", "another-lease"), lease("delete", name),
+		lease("update", "kmshealth-reconciler"), // another reconciler's in the same namespace
 		{Namespace: ns, Verb: "create", Resource: "pods"},
 	}
 	deployments := env.Clientset().AppsV1().Deployments(ns)
