@@ -255,7 +255,7 @@ resource "kmshealth_rbac_proxy_sidecar" "this" {
   lifecycle {
     precondition {
       condition     = each.value.tls_profile == null || contains(keys(var.tls_profiles), coalesce(each.value.tls_profile, "-"))
-      error_message = "rbac_proxy_sidecars (${each.key}): tls_profile = \"${coalesce(each.value.tls_profile, "")}\" names no entry of tls_profiles (${join(", ", keys(var.tls_profiles))}); use one of those keys, or leave it out for the proxy's defaults."
+      error_message = "rbac_proxy_sidecars (${each.key}): tls_profile = \"${each.value.tls_profile == null ? "" : each.value.tls_profile}\" names no entry of tls_profiles (${join(", ", keys(var.tls_profiles))}); use one of those keys, or leave it out for the proxy's defaults."
     }
   }
 }

@@ -52,6 +52,16 @@ run "rbac_proxy_listens_on_its_upstream" {
   expect_failures = [var.rbac_proxy_sidecars]
 }
 
+# tls_profile is optional: an entry without it plans (the precondition's
+# message is evaluated even when its condition holds, so it must not fail
+# on a null).
+run "rbac_proxy_without_tls_profile" {
+  command = plan
+  variables {
+    rbac_proxy_sidecars = [{ kind = "Deployment", namespace = var.namespace, name = var.web_deployment, upstream_port = 8080 }]
+  }
+}
+
 run "two_sources_for_one_ca_bundle" {
   command = plan
   variables {
