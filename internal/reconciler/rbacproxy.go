@@ -165,8 +165,10 @@ func (p *rbacProxyPattern) Desired(obs rbacProxyObs) (rbacProxyDesired, error) {
 	return rbacProxyDesired{cfg: obs.cfg, apply: w}, nil
 }
 
-// InSync compares kmshealth's fields of the live pod template only: what
-// the API server defaults and what other managers own are not looked at.
+// InSync compares the whole pinned sidecar, its volumes and the config
+// hash annotation with the live pod template (rbacproxy.Config.Diff, what
+// the admission policy pins): anything changed in them is drift, whoever
+// wrote it; the workload's own containers and volumes are not looked at.
 func (p *rbacProxyPattern) InSync(obs rbacProxyObs, want rbacProxyDesired) bool {
 	diffs, err := want.cfg.Diff(obs.template)
 	return err == nil && len(diffs) == 0
