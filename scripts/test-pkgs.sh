@@ -5,15 +5,17 @@
 #                starts a control plane)
 #   integration  a real kube-apiserver + etcd on loopback, one per package
 #                (testenv.Main / MainN in TestMain); no root
-#   node         a real kubelet node in the test bed's own namespaces
-#                (testenv.MainWithNode): root on Linux
+#   node         root on Linux: a real kubelet node in the test bed's own
+#                namespaces (testenv.MainWithNode), or KMS reporters each in
+#                a mount namespace of its own (devenv.StartReport), which
+#                keeps the production socket path per node
 # Together they are every package with tests (make test runs all three).
 # Portable: bash 3.2 and BSD tools.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 class=${1:?usage: $0 unit|integration|node}
 module=$(go list -m)
-node=$(grep -rlE --include='*_test.go' 'testenv\.MainWithNode\(' internal | xargs -n1 dirname | sort -u)
+node=$(grep -rlE --include='*_test.go' 'testenv\.MainWithNode\(|devenv\.StartReport\(' internal | xargs -n1 dirname | sort -u)
 # testenv's own TestMain calls Main unqualified.
 plane=$(grep -rlE --include='*_test.go' 'testenv\.Main(N)?\(|^func TestMain\(m \*testing\.M\) \{ Main\(' internal | xargs -n1 dirname | sort -u)
 case "$class" in
