@@ -70,6 +70,7 @@ var (
 	RoleBindings         = typedKind("RoleBinding", rbacv1.SchemeGroupVersion.WithResource("rolebindings"), true, rbacv1ac.ExtractRoleBinding)
 	Deployments          = typedKind("Deployment", appsv1.SchemeGroupVersion.WithResource("deployments"), true, appsv1ac.ExtractDeployment)
 	DaemonSets           = typedKind("DaemonSet", appsv1.SchemeGroupVersion.WithResource("daemonsets"), true, appsv1ac.ExtractDaemonSet)
+	StatefulSets         = typedKind("StatefulSet", appsv1.SchemeGroupVersion.WithResource("statefulsets"), true, appsv1ac.ExtractStatefulSet)
 	PodDisruptionBudgets = typedKind("PodDisruptionBudget", policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"), true,
 		policyv1ac.ExtractPodDisruptionBudget)
 	ValidatingAdmissionPolicies = typedKind("ValidatingAdmissionPolicy",

@@ -30,7 +30,7 @@ type Rollout struct {
 	Failed string
 }
 
-// RolloutOf judges a live Deployment or DaemonSet.
+// RolloutOf judges a live Deployment, DaemonSet or StatefulSet.
 func RolloutOf(u *unstructured.Unstructured) (Rollout, error) {
 	switch u.GetKind() {
 	case "Deployment":
@@ -45,6 +45,12 @@ func RolloutOf(u *unstructured.Unstructured) (Rollout, error) {
 			return Rollout{}, err
 		}
 		return daemonSetRollout(ds), nil
+	case "StatefulSet":
+		ss, err := As[appsv1.StatefulSet](u)
+		if err != nil {
+			return Rollout{}, err
+		}
+		return StatefulSetRollout(ss), nil
 	}
 	return Rollout{}, fmt.Errorf("%s %s is not a workload", u.GetKind(), u.GetName())
 }
@@ -80,6 +86,27 @@ func daemonSetRollout(ds *appsv1.DaemonSet) Rollout {
 		Progress: fmt.Sprintf("observed generation %d of %d, %d of %d pods updated, %d available",
 			s.ObservedGeneration, ds.Generation, s.UpdatedNumberScheduled, s.DesiredNumberScheduled, s.NumberAvailable),
 	}
+}
+
+// StatefulSetRollout: the StatefulSet controller saw the latest spec, and
+// every replica runs the update revision and is ready. With the OnDelete
+// strategy pods change only when deleted, so seeing the spec is all there
+// is to wait for.
+func StatefulSetRollout(ss *appsv1.StatefulSet) Rollout {
+	want := int32(1)
+	if ss.Spec.Replicas != nil {
+		want = *ss.Spec.Replicas
+	}
+	s := ss.Status
+	r := Rollout{Progress: fmt.Sprintf("observed generation %d of %d, %d of %d replicas updated, %d ready",
+		s.ObservedGeneration, ss.Generation, s.UpdatedReplicas, want, s.ReadyReplicas)}
+	observed := s.ObservedGeneration >= ss.Generation
+	if ss.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
+		r.Done, r.Progress = observed, r.Progress+" (OnDelete: pods take the change when deleted)"
+		return r
+	}
+	r.Done = observed && s.UpdatedReplicas == want && s.ReadyReplicas == want && s.CurrentRevision == s.UpdateRevision
+	return r
 }
 
 // ProgressEvery is how often a wait reports where it stands, changed or not.

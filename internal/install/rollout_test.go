@@ -82,6 +82,43 @@ func TestDaemonSetRollout(t *testing.T) {
 	}
 }
 
+// TestStatefulSetRollout: done when the controller saw the spec and every
+// replica is updated, ready and at the update revision; with OnDelete,
+// when the controller saw the spec.
+func TestStatefulSetRollout(t *testing.T) {
+	two := int32(2)
+	ss := func(gen, observed int64, updated, ready int32, current, update string, strategy appsv1.StatefulSetUpdateStrategyType) *appsv1.StatefulSet {
+		return &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Generation: gen},
+			Spec:       appsv1.StatefulSetSpec{Replicas: &two, UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: strategy}},
+			Status: appsv1.StatefulSetStatus{ObservedGeneration: observed, UpdatedReplicas: updated, ReadyReplicas: ready,
+				CurrentRevision: current, UpdateRevision: update},
+		}
+	}
+	rolling, onDelete := appsv1.RollingUpdateStatefulSetStrategyType, appsv1.OnDeleteStatefulSetStrategyType
+	for _, tc := range []struct {
+		name string
+		ss   *appsv1.StatefulSet
+		done bool
+	}{
+		{"done", ss(2, 2, 2, 2, "r2", "r2", rolling), true},
+		{"controller has not seen the spec", ss(2, 1, 2, 2, "r2", "r2", rolling), false},
+		{"one replica left", ss(2, 2, 1, 2, "r1", "r2", rolling), false},
+		{"not ready", ss(2, 2, 2, 1, "r2", "r2", rolling), false},
+		{"revision not current yet", ss(2, 2, 2, 2, "r1", "r2", rolling), false},
+		{"OnDelete, seen", ss(2, 2, 0, 2, "r1", "r2", onDelete), true},
+		{"OnDelete, not seen", ss(2, 1, 0, 2, "r1", "r2", onDelete), false},
+	} {
+		r, err := RolloutOf(unstructuredOf(t, tc.ss, "StatefulSet"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Done != tc.done || r.Failed != "" || !strings.Contains(r.Progress, "replicas updated") {
+			t.Errorf("%s: %+v", tc.name, r)
+		}
+	}
+}
+
 // TestPodStuck: the reasons a pod cannot start without someone fixing
 // something end a wait, each with its fix; a pod on its way does not.
 func TestPodStuck(t *testing.T) {

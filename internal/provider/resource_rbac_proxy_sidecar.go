@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
@@ -327,12 +325,8 @@ func (r *rbacProxyResource) ValidateConfig(ctx context.Context, req resource.Val
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	addRBACProxyErrors(&resp.Diagnostics, "Invalid rbac proxy sidecar", c.Validate(), unknown)
-	for _, w := range c.Warnings() {
-		if !unknown.covers(w.Field) {
-			resp.Diagnostics.AddAttributeWarning(rbacProxyPath(w.Field), rbacProxyWarningSummary(w.Field), rbacProxyMessage(w))
-		}
-	}
+	rbacProxyFields.addErrors(&resp.Diagnostics, "Invalid rbac proxy sidecar", c.Validate(), unknown.covers)
+	rbacProxyFields.addWarnings(&resp.Diagnostics, c.Warnings(), rbacProxyWarningSummary, unknown.covers)
 }
 
 func rbacProxyWarningSummary(field string) string {
@@ -509,10 +503,11 @@ func (r *rbacProxyResource) Update(ctx context.Context, req resource.UpdateReque
 	}
 }
 
-// write checks the cluster before the first write, applies the plan,
-// releases the Service port the prior state had and the plan no longer
-// has, and, when asked, waits for the rollout. It reports whether
-// anything may have been written, i.e. whether the state must record it.
+// write applies the plan with rbacproxy.Ensure (which checks the cluster
+// before the first write, and releases the Service port the prior state
+// had when the plan names another) and, when asked, waits for the
+// rollout. It reports whether anything may have been written, i.e.
+// whether the state must record it.
 func (r *rbacProxyResource) write(ctx context.Context, plan, prior *rbacProxyModel, timeout time.Duration, diags *diag.Diagnostics) bool {
 	cs, err := r.clients.Core()
 	if err != nil {
@@ -523,74 +518,81 @@ func (r *rbacProxyResource) write(ctx context.Context, plan, prior *rbacProxyMod
 	if diags.HasError() {
 		return false
 	}
-	t := c.Target
-	live, err := rbacproxy.Observe(ctx, cs, c)
-	if err != nil {
-		r.addError(diags, "Cannot read the rbac proxy sidecar's objects", err)
+	opts := rbacproxy.EnsureOptions{}
+	if !plan.ServiceAccountName.IsUnknown() {
+		opts.PlannedServiceAccount = plan.ServiceAccountName.ValueString()
+	}
+	if prior != nil {
+		opts.PriorServiceName = prior.ServiceName.ValueString()
+	}
+	c, err = rbacproxy.Ensure(ctx, cs, c, opts)
+	var failed *rbacproxy.StepError
+	if err != nil && !errors.As(err, &failed) {
+		diags.AddError("Cannot protect "+c.Target.String(), err.Error())
 		return false
 	}
-	if live.Workload != nil {
-		sa := live.Workload.ServiceAccount()
-		if !plan.ServiceAccountName.IsUnknown() && plan.ServiceAccountName.ValueString() != sa {
-			diags.AddAttributeError(path.Root("service_account_name"), "Target changed since the plan",
-				fmt.Sprintf("The pods of %s now run as ServiceAccount %q, the plan was made for %q: plan and apply again.", t, sa, plan.ServiceAccountName.ValueString()))
-			return false
-		}
-		c.ServiceAccountName = sa
-		plan.ServiceAccountName = types.StringValue(sa)
-	}
-	if err := c.Check(live); err != nil {
-		addRBACProxyErrors(diags, "Cannot protect "+t.String(), err, nil)
+	if failed != nil && !failed.Written() {
+		r.addEnsureError(diags, c.Target, failed)
 		return false
 	}
-	if err := c.Validate(); err != nil {
-		addRBACProxyErrors(diags, "Invalid rbac proxy sidecar", err, nil)
-		return false
-	}
-	plan.ID = types.StringValue(t.String())
+	plan.ID = types.StringValue(c.Target.String())
+	plan.ServiceAccountName = types.StringValue(c.ServiceAccountName)
 	plan.setRendered(c, true)
-	plan.ObjectsInSync = types.BoolValue(true)
-	if err := c.Apply(ctx, cs, live); err != nil {
-		r.addError(diags, "rbac proxy sidecar applied only in part", err)
-		plan.ObjectsInSync = types.BoolValue(false)
-		return true
-	}
-	if prior != nil && prior.ServiceName.ValueString() != "" && prior.ServiceName.ValueString() != c.ServiceName {
-		if err := rbacproxy.ReleaseServicePort(ctx, cs, t.Namespace, prior.ServiceName.ValueString()); err != nil {
-			r.addError(diags, "Cannot remove the proxy port from the previous Service", err)
+	plan.ObjectsInSync = types.BoolValue(failed == nil || failed.Step != rbacproxy.StepApply)
+	if err != nil {
+		r.addEnsureError(diags, c.Target, failed)
+		if failed.Step == rbacproxy.StepApply {
+			return true
 		}
 	}
 	if plan.WaitForRollout.ValueBool() {
-		r.waitForRollout(ctx, cs, t, timeout, diags)
+		r.waitForRollout(ctx, cs, c.Target, timeout, diags)
 	}
 	return true
+}
+
+// addEnsureError reports where rbacproxy.Ensure stopped.
+func (r *rbacProxyResource) addEnsureError(diags *diag.Diagnostics, t rbacproxy.Target, failed *rbacproxy.StepError) {
+	var changed *rbacproxy.TargetChangedError
+	switch {
+	case errors.As(failed, &changed):
+		diags.AddAttributeError(path.Root("service_account_name"), "Target changed since the plan", changed.Error())
+	case failed.Step == rbacproxy.StepRead:
+		r.addError(diags, "Cannot read the rbac proxy sidecar's objects", failed.Err)
+	case failed.Step == rbacproxy.StepCheck:
+		rbacProxyFields.addErrors(diags, "Cannot protect "+t.String(), failed.Err, nil)
+	case failed.Step == rbacproxy.StepValidate:
+		rbacProxyFields.addErrors(diags, "Invalid rbac proxy sidecar", failed.Err, nil)
+	case failed.Step == rbacproxy.StepApply:
+		r.addError(diags, "rbac proxy sidecar applied only in part", failed.Err)
+	default:
+		r.addError(diags, "Cannot remove the proxy port from the previous Service", failed.Err)
+	}
+}
+
+// rolloutKinds are the installer's kinds of the workloads a sidecar can
+// protect, whose rollout install.WaitForRollout judges.
+var rolloutKinds = map[rbacproxy.Kind]install.Kind{
+	rbacproxy.KindDeployment:  install.Deployments,
+	rbacproxy.KindStatefulSet: install.StatefulSets,
+	rbacproxy.KindDaemonSet:   install.DaemonSets,
 }
 
 // waitForRollout waits, by watch, within timeout, until the target runs
 // the new pod template everywhere.
 func (r *rbacProxyResource) waitForRollout(ctx context.Context, cs kubernetes.Interface, t rbacproxy.Target, timeout time.Duration, diags *diag.Diagnostics) {
+	dyn, err := r.clients.Dynamic()
+	if err != nil {
+		connectionError(diags, err)
+		return
+	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	progress := func(p string) {
 		tflog.Info(ctx, "Waiting for "+t.String()+" to roll out with the rbac proxy sidecar", map[string]any{"progress": p})
 	}
-	var err error
-	switch t.Kind {
-	case rbacproxy.KindStatefulSet:
-		err = rbacproxy.WaitForStatefulSet(wctx, cs, t.Namespace, t.Name, progress)
-	default:
-		kind := install.Deployments
-		if t.Kind == rbacproxy.KindDaemonSet {
-			kind = install.DaemonSets
-		}
-		dyn, derr := r.clients.Dynamic()
-		if derr != nil {
-			connectionError(diags, derr)
-			return
-		}
-		err = install.WaitForRollout(wctx, install.Clients{Core: cs, Dynamic: dyn}, install.ID{Kind: kind, Namespace: t.Namespace, Name: t.Name}, progress)
-	}
-	if err != nil {
+	id := install.ID{Kind: rolloutKinds[t.Kind], Namespace: t.Namespace, Name: t.Name}
+	if err := install.WaitForRollout(wctx, install.Clients{Core: cs, Dynamic: dyn}, id, progress); err != nil {
 		diags.AddAttributeError(path.Root("wait_for_rollout"), "Target not rolled out", err.Error())
 	}
 }
@@ -638,18 +640,14 @@ func parseRBACProxyID(id string) (rbacproxy.Target, error) {
 		return rbacproxy.Target{}, fmt.Errorf("import ID %q: want <kind>/<namespace>/<name> of the protected workload, e.g. Deployment/shop/web", id)
 	}
 	t := rbacproxy.Target{Kind: rbacproxy.Kind(parts[0]), Namespace: parts[1], Name: parts[2]}
-	c := rbacproxy.Config{Target: t}
-	var es rbacproxy.FieldErrors
-	if errors.As(c.Validate(), &es) {
-		var msgs []string
-		for _, e := range es {
-			if strings.HasPrefix(e.Field, "target.") {
-				msgs = append(msgs, strings.TrimPrefix(e.Field, "target.")+" "+e.Message)
-			}
+	var msgs []string
+	for _, e := range rbacproxy.FieldErrors((rbacproxy.Config{Target: t}).Validate()) {
+		if f, ok := strings.CutPrefix(e.Field, "target."); ok {
+			msgs = append(msgs, f+" "+e.Detail)
 		}
-		if len(msgs) > 0 {
-			return rbacproxy.Target{}, fmt.Errorf("import ID %q (<kind>/<namespace>/<name>): %s", id, strings.Join(msgs, "; "))
-		}
+	}
+	if len(msgs) > 0 {
+		return rbacproxy.Target{}, fmt.Errorf("import ID %q (<kind>/<namespace>/<name>): %s", id, strings.Join(msgs, "; "))
 	}
 	return t, nil
 }
@@ -912,30 +910,21 @@ func (m *rbacProxyModel) setRendered(c rbacproxy.Config, complete bool) {
 
 // Problems of a Config, at their attributes.
 
-// addRBACProxyErrors adds each rbacproxy.FieldError of err at its
-// attribute, skipping fields not known yet; any other error as it is.
-func addRBACProxyErrors(diags *diag.Diagnostics, summary string, err error, unknown unknownFields) {
-	if err == nil {
-		return
-	}
-	var es rbacproxy.FieldErrors
-	if !errors.As(err, &es) {
-		diags.AddError(summary, err.Error())
-		return
-	}
-	for _, e := range es {
-		if !unknown.covers(e.Field) {
-			diags.AddAttributeError(rbacProxyPath(e.Field), summary, rbacProxyMessage(e))
-		}
-	}
+// rbacProxyFields maps rbacproxy's Config fields (its JSON names) to the
+// attributes: snake_case, except the tls fields, which are spread over
+// tls_secret_name and tls_profile.
+var rbacProxyFields = fieldAttributes{
+	renames: map[string]string{
+		"tls":            "tls_profile",
+		"tls.secretName": "tls_secret_name",
+		"tls.minVersion": "tls_profile.min_tls_version",
+	},
+	words: rbacProxyWords,
 }
 
-// rbacProxyMessage is a FieldError in the resource's own words: the
-// attribute's name, then rbacproxy's message with its field names as the
-// attributes are called here.
-func rbacProxyMessage(e rbacproxy.FieldError) string {
-	return rbacProxyAttribute(e.Field) + ": " + rbacProxyWords.Replace(e.Message)
-}
+// rbacProxyPath maps a Config field (rbacproxy's JSON names, e.g.
+// "tls.cipherSuites[2]" or "resources.requests[cpu]") to its attribute.
+func rbacProxyPath(field string) path.Path { return rbacProxyFields.path(field) }
 
 // rbacProxyWords renames rbacproxy's Config fields in its messages; the
 // Kubernetes fields messages also name stay as they are.
@@ -965,69 +954,3 @@ var rbacProxyWords = strings.NewReplacer(
 	"matchExpressions", "match_expressions",
 	"matchLabels", "match_labels",
 )
-
-// rbacProxyAttribute is the attribute a Config field is set by, as text:
-// "authorization.resource_attributes.api_group", "ignore_paths[1]".
-func rbacProxyAttribute(field string) string {
-	return strings.TrimPrefix(rbacProxyPath(field).String(), ".")
-}
-
-// rbacProxyPath maps a Config field (rbacproxy's JSON names, e.g.
-// "tls.cipherSuites[2]" or "resources.requests[cpu]") to its attribute.
-func rbacProxyPath(field string) path.Path {
-	var p path.Path
-	first := true
-	parts := strings.Split(field, ".")
-	for i := 0; i < len(parts); i++ {
-		name, rest, _ := strings.Cut(parts[i], "[")
-		if first && name == "tls" && i+1 < len(parts) {
-			i++
-			name, rest, _ = strings.Cut(parts[i], "[")
-			switch name {
-			case "secretName":
-				p = path.Root("tls_secret_name")
-			case "minVersion":
-				p = path.Root("tls_profile").AtName("min_tls_version")
-			default:
-				p = path.Root("tls_profile").AtName(snakeCase(name))
-			}
-		} else if first {
-			if name == "tls" {
-				name = "tls_profile"
-			}
-			p = path.Root(snakeCase(name))
-		} else {
-			p = p.AtName(snakeCase(name))
-		}
-		first = false
-		for rest != "" {
-			key, after, _ := strings.Cut(rest, "]")
-			if n, err := strconv.Atoi(key); err == nil {
-				p = p.AtListIndex(n)
-			} else {
-				p = p.AtMapKey(key)
-			}
-			rest = strings.TrimPrefix(after, "[")
-		}
-	}
-	return p
-}
-
-// snakeCase is a Go/JSON name in Terraform's spelling: byHTTPHeader →
-// by_http_header.
-func snakeCase(s string) string {
-	var b strings.Builder
-	runes := []rune(s)
-	for i, r := range runes {
-		if unicode.IsUpper(r) {
-			prevLower := i > 0 && (unicode.IsLower(runes[i-1]) || unicode.IsDigit(runes[i-1]))
-			nextLower := i > 0 && i+1 < len(runes) && unicode.IsLower(runes[i+1]) && unicode.IsUpper(runes[i-1])
-			if prevLower || nextLower {
-				b.WriteByte('_')
-			}
-			r = unicode.ToLower(r)
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}

@@ -34,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/rbacproxy"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
 )
@@ -918,7 +919,7 @@ func fakeStatefulSetRollout(t *testing.T, ns, name string) {
 			if !ok || ev.Type == watch.Deleted {
 				continue
 			}
-			if done, _ := rbacproxy.StatefulSetRolledOut(s); done {
+			if install.StatefulSetRollout(s).Done {
 				continue
 			}
 			rev := fmt.Sprintf("%s-%d", name, s.Generation)

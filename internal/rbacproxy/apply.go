@@ -216,7 +216,7 @@ func ReleaseWorkload(t Target, uid types.UID) (Workload, error) {
 }
 
 func (c Config) validateTargetOnly() error {
-	var es FieldErrors
+	var es fieldErrors
 	c.validateTarget(&es)
 	return es.err()
 }

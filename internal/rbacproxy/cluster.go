@@ -3,7 +3,6 @@ package rbacproxy
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,12 +15,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes"
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
-	watchtools "k8s.io/client-go/tools/watch"
-
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 )
 
 // This file is the part of the package that talks to the API server: it
@@ -208,51 +204,45 @@ func ours(obj metav1.Object, t Target) bool {
 // create (never taken over).
 func (c Config) Check(l *Live) error {
 	c = c.Defaulted()
-	var es FieldErrors
+	var es fieldErrors
 	t := c.Target
 	if l.Workload == nil {
-		es.add("target", "%s does not exist: create it first (or add depends_on on the resource that does), or fix target", t)
-		return es
+		es.add(field.NewPath("target"), "%s does not exist: create it first (or add depends_on on the resource that does), or fix target", t)
+		return es.err()
 	}
-	var podErrs FieldErrors
-	if errors.As(c.CheckPodSpec(&l.Workload.Template.Spec), &podErrs) {
-		es = append(es, podErrs...)
-	}
+	es = append(es, FieldErrors(c.CheckPodSpec(&l.Workload.Template.Spec))...)
 	for _, v := range l.Workload.Template.Spec.Volumes {
 		switch {
 		case v.Name == ConfigVolumeName && (v.ConfigMap == nil || v.ConfigMap.Name != ObjectName(t)),
 			v.Name == TLSVolumeName && v.Secret == nil:
-			es.add("target", "%s already has a pod volume named %q that is not kmshealth's: rename it, kmshealth needs that name for its sidecar", t, v.Name)
+			es.add(field.NewPath("target"), "%s already has a pod volume named %q that is not kmshealth's: rename it, kmshealth needs that name for its sidecar", t, v.Name)
 		}
 	}
-	foreign := func(fld string, ref objectRef, obj metav1.Object) {
+	foreign := func(fld *field.Path, ref objectRef, obj metav1.Object) {
 		if obj != nil && !ours(obj, t) {
 			es.add(fld, "%s exists and was not created by kmshealth for %s (it lacks the labels %s=%s, %s=%s and the annotation %s=%s): kmshealth never takes over or deletes it; delete or rename it",
 				ref, t, ManagedByLabel, ManagedByValue, ForLabel, ForLabelValue(t), TargetAnnotation, t)
 		}
 	}
 	if l.ConfigMap != nil {
-		foreign("target", configMapRef(t), l.ConfigMap)
+		foreign(field.NewPath("target"), configMapRef(t), l.ConfigMap)
 	}
 	if l.Binding != nil {
-		foreign("target", bindingRef(t), l.Binding)
+		foreign(field.NewPath("target"), bindingRef(t), l.Binding)
 	}
 	if l.NetworkPolicy != nil && c.NetworkPolicy.Enabled {
-		foreign("networkPolicy.enabled", networkPolicyRef(t), l.NetworkPolicy)
+		foreign(field.NewPath("networkPolicy", "enabled"), networkPolicyRef(t), l.NetworkPolicy)
 	}
 	if c.ServiceName != "" {
 		if l.Service == nil {
-			es.add("serviceName", "Service %s/%s does not exist: create it first (or add depends_on on the resource that does), or leave serviceName empty", t.Namespace, c.ServiceName)
+			es.add(field.NewPath("serviceName"), "Service %s/%s does not exist: create it first (or add depends_on on the resource that does), or leave serviceName empty", t.Namespace, c.ServiceName)
 		} else {
-			var svcErrs FieldErrors
-			if errors.As(c.CheckService(l.Service, l.Workload.Template.Labels), &svcErrs) {
-				es = append(es, svcErrs...)
-			}
+			es = append(es, FieldErrors(c.CheckService(l.Service, l.Workload.Template.Labels))...)
 		}
 	}
 	if c.NetworkPolicy.Enabled {
 		if s := l.Workload.Selector; s == nil || (len(s.MatchLabels) == 0 && len(s.MatchExpressions) == 0) {
-			es.add("networkPolicy.enabled", "%s has an empty spec.selector, so a NetworkPolicy for its pods would select every pod in %q: give the workload a selector, or disable the NetworkPolicy", t, t.Namespace)
+			es.add(field.NewPath("networkPolicy", "enabled"), "%s has an empty spec.selector, so a NetworkPolicy for its pods would select every pod in %q: give the workload a selector, or disable the NetworkPolicy", t, t.Namespace)
 		}
 	}
 	return es.err()
@@ -543,51 +533,6 @@ func (c Config) desiredNetworkPolicy(podSelector *metav1.LabelSelector) (*networ
 		return nil, fmt.Errorf("rbac proxy for %s: the NetworkPolicy: %w", c.Target, err)
 	}
 	return &out, nil
-}
-
-// StatefulSetRolledOut judges a StatefulSet's rollout (the generic
-// installer's wait knows Deployments and DaemonSets): the controller saw
-// the latest spec and every replica runs the update revision and is ready.
-// With the OnDelete strategy pods change only when deleted, so seeing the
-// spec is all there is to wait for.
-func StatefulSetRolledOut(s *appsv1.StatefulSet) (done bool, progress string) {
-	want := int32(1)
-	if s.Spec.Replicas != nil {
-		want = *s.Spec.Replicas
-	}
-	st := s.Status
-	progress = fmt.Sprintf("observed generation %d of %d, %d of %d replicas updated, %d ready", st.ObservedGeneration, s.Generation, st.UpdatedReplicas, want, st.ReadyReplicas)
-	observed := st.ObservedGeneration >= s.Generation
-	if s.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
-		return observed, progress + " (OnDelete: pods take the change when deleted)"
-	}
-	return observed && st.UpdatedReplicas == want && st.ReadyReplicas == want && st.CurrentRevision == st.UpdateRevision, progress
-}
-
-// WaitForStatefulSet watches StatefulSet namespace/name until
-// StatefulSetRolledOut, or ctx ends; progress hears every change.
-func WaitForStatefulSet(ctx context.Context, cs kubernetes.Interface, namespace, name string, progress func(string)) error {
-	sets := cs.AppsV1().StatefulSets(namespace)
-	last := "it was not seen"
-	_, err := watchtools.UntilWithSync(ctx, kube.ListWatch(sets.List, sets.Watch, kube.ByName(name)), &appsv1.StatefulSet{}, nil, func(ev watch.Event) (bool, error) {
-		s, ok := ev.Object.(*appsv1.StatefulSet)
-		if !ok {
-			return false, nil
-		}
-		if ev.Type == watch.Deleted {
-			return false, fmt.Errorf("StatefulSet %s/%s was deleted while waiting for its rollout", namespace, name)
-		}
-		done, p := StatefulSetRolledOut(s)
-		if p != last && progress != nil {
-			progress(p)
-		}
-		last = p
-		return done, nil
-	})
-	if err != nil && ctx.Err() != nil {
-		return fmt.Errorf("StatefulSet %s/%s did not roll out in time (%s): check its pods' events (image pull, scheduling, probes), raise the timeout, or set wait_for_rollout = false", namespace, name, last)
-	}
-	return err
 }
 
 // roundTripJSON decodes what an apply configuration means into the typed

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -139,7 +138,7 @@ func TestCheck(t *testing.T) {
 			c := full()
 			l := inSyncLive(t, c)
 			tc.change(l)
-			es := fieldErrors(t, c.Check(l))
+			es := problems(t, c.Check(l))
 			if !has(es, tc.field, tc.want) {
 				t.Errorf("Check = %v, want %s: %s", es, tc.field, tc.want)
 			}
@@ -152,31 +151,5 @@ func TestCheck(t *testing.T) {
 	l.NetworkPolicy.Labels = nil
 	if err := c.Check(l); err != nil {
 		t.Errorf("Check with a foreign NetworkPolicy and none wanted: %v", err)
-	}
-}
-
-func TestStatefulSetRolledOut(t *testing.T) {
-	one := int32(1)
-	base := appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Generation: 2}, Spec: appsv1.StatefulSetSpec{Replicas: &one}}
-	for _, tc := range []struct {
-		name   string
-		status appsv1.StatefulSetStatus
-		onDel  bool
-		want   bool
-	}{
-		{"not observed", appsv1.StatefulSetStatus{ObservedGeneration: 1, UpdatedReplicas: 1, ReadyReplicas: 1, CurrentRevision: "a", UpdateRevision: "a"}, false, false},
-		{"rolling", appsv1.StatefulSetStatus{ObservedGeneration: 2, UpdatedReplicas: 1, ReadyReplicas: 1, CurrentRevision: "a", UpdateRevision: "b"}, false, false},
-		{"not ready", appsv1.StatefulSetStatus{ObservedGeneration: 2, UpdatedReplicas: 1, ReadyReplicas: 0, CurrentRevision: "b", UpdateRevision: "b"}, false, false},
-		{"done", appsv1.StatefulSetStatus{ObservedGeneration: 2, UpdatedReplicas: 1, ReadyReplicas: 1, CurrentRevision: "b", UpdateRevision: "b"}, false, true},
-		{"OnDelete, observed", appsv1.StatefulSetStatus{ObservedGeneration: 2}, true, true},
-	} {
-		s := base
-		s.Status = tc.status
-		if tc.onDel {
-			s.Spec.UpdateStrategy.Type = appsv1.OnDeleteStatefulSetStrategyType
-		}
-		if got, progress := StatefulSetRolledOut(&s); got != tc.want || progress == "" {
-			t.Errorf("%s: StatefulSetRolledOut = %v (%s), want %v", tc.name, got, progress, tc.want)
-		}
 	}
 }

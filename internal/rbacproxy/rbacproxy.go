@@ -118,7 +118,7 @@ func (t Target) String() string { return string(t.Kind) + "/" + t.Namespace + "/
 
 // Config is one protected workload: what the user asked for. Zero values
 // mean the defaults (see Defaulted). JSON field names are the names
-// FieldError.Field uses, and the record's encoding.
+// field errors name, and the record's encoding.
 type Config struct {
 	Target Target `json:"target"`
 	// UpstreamPort is the port in the pod the proxy fronts, proxied as

@@ -2,6 +2,7 @@ package rbacproxy
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -14,42 +15,40 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// FieldError is one problem with one field of a Config (or of the live
-// objects it is checked against). Field is the path in Config's JSON names
-// ("authorization.resourceAttributes.apiGroup", "ignorePaths[1]"); Message
-// says what is wrong and what to do.
-type FieldError struct {
-	Field   string
-	Message string
+// fieldErrors collects the problems of a Config, each at its field as
+// k8s.io/apimachinery's validation reports them: a field.Path in Config's
+// JSON names ("authorization.resourceAttributes.apiGroup",
+// "ignorePaths[1]"), the message (what is wrong and what to do) as the
+// Detail. Validate, Check, CheckPodSpec and CheckService return them as
+// field.ErrorList.ToAggregate(); FieldErrors gets the list back.
+type fieldErrors field.ErrorList
+
+func (es *fieldErrors) add(p *field.Path, format string, args ...any) {
+	*es = append(*es, field.Invalid(p, field.OmitValueType{}, fmt.Sprintf(format, args...)))
 }
 
-func (e FieldError) Error() string { return e.Field + ": " + e.Message }
+func (es fieldErrors) err() error { return field.ErrorList(es).ToAggregate() }
 
-// FieldErrors is every problem found at once. Validate, CheckPodSpec and
-// CheckService return it as their error; get it back with errors.As.
-type FieldErrors []FieldError
-
-func (es FieldErrors) Error() string {
-	msgs := make([]string, len(es))
-	for i, e := range es {
-		msgs[i] = e.Error()
-	}
-	return strings.Join(msgs, "; ")
-}
-
-func (es *FieldErrors) add(fld, format string, args ...any) {
-	*es = append(*es, FieldError{Field: fld, Message: fmt.Sprintf(format, args...)})
-}
-
-func (es FieldErrors) err() error {
-	if len(es) == 0 {
+// FieldErrors is the field.ErrorList inside an error of Validate, Check,
+// CheckPodSpec or CheckService; nil when err holds none.
+func FieldErrors(err error) field.ErrorList {
+	var agg utilerrors.Aggregate
+	if !errors.As(err, &agg) {
 		return nil
 	}
-	return es
+	var out field.ErrorList
+	for _, e := range agg.Errors() {
+		var fe *field.Error
+		if errors.As(e, &fe) {
+			out = append(out, fe)
+		}
+	}
+	return out
 }
 
 // tlsVersions are the values kube-rbac-proxy's --tls-min-version takes.
@@ -58,14 +57,14 @@ func tlsVersions() []string {
 }
 
 // Validate reports every problem of c (after Defaulted) at once, as
-// FieldErrors, or nil. Each message names the fix.
+// field errors (see FieldErrors), or nil. Each message names the fix.
 func (c Config) Validate() error {
 	c = c.Defaulted()
-	var es FieldErrors
+	var es fieldErrors
 	c.validateTarget(&es)
 	c.validatePorts(&es)
 	if c.Image == "" || strings.ContainsFunc(c.Image, unicode.IsSpace) {
-		es.add("image", "%q is not an image reference: give one like %s, or leave it empty for that default", c.Image, DefaultImage)
+		es.add(field.NewPath("image"), "%q is not an image reference: give one like %s, or leave it empty for that default", c.Image, DefaultImage)
 	}
 	validateResources(&es, c.Resources)
 	c.Authorization.validate(&es)
@@ -73,43 +72,40 @@ func (c Config) Validate() error {
 	c.validateTLS(&es)
 	switch msgs := validation.IsDNS1123Subdomain(c.ServiceAccountName); {
 	case c.ServiceAccountName == "":
-		es.add("serviceAccountName", `is required: set it to the pod template's spec.serviceAccountName ("default" when it names none); that ServiceAccount is bound to %s`, AuthDelegatorClusterRole)
+		es.add(field.NewPath("serviceAccountName"), `is required: set it to the pod template's spec.serviceAccountName ("default" when it names none); that ServiceAccount is bound to %s`, AuthDelegatorClusterRole)
 	case len(msgs) > 0:
-		es.add("serviceAccountName", "%q is not a ServiceAccount name (%s): use the pod template's spec.serviceAccountName", c.ServiceAccountName, strings.Join(msgs, "; "))
+		es.add(field.NewPath("serviceAccountName"), "%q is not a ServiceAccount name (%s): use the pod template's spec.serviceAccountName", c.ServiceAccountName, strings.Join(msgs, "; "))
 	}
 	if c.ServiceName != "" {
 		if msgs := validation.IsDNS1035Label(c.ServiceName); len(msgs) > 0 {
-			es.add("serviceName", "%q is not a Service name (%s): name an existing Service in %q, or leave it empty", c.ServiceName, strings.Join(msgs, "; "), c.Target.Namespace)
+			es.add(field.NewPath("serviceName"), "%q is not a Service name (%s): name an existing Service in %q, or leave it empty", c.ServiceName, strings.Join(msgs, "; "), c.Target.Namespace)
 		}
 	}
-	for name, sel := range map[string]*metav1.LabelSelector{
-		"networkPolicy.fromNamespaceSelector": c.NetworkPolicy.FromNamespaceSelector,
-		"networkPolicy.fromPodSelector":       c.NetworkPolicy.FromPodSelector,
-	} {
-		validateSelector(&es, name, sel)
-	}
-	slices.SortStableFunc(es, func(a, b FieldError) int { return strings.Compare(a.Field, b.Field) })
+	np := field.NewPath("networkPolicy")
+	validateSelector(&es, np.Child("fromNamespaceSelector"), c.NetworkPolicy.FromNamespaceSelector)
+	validateSelector(&es, np.Child("fromPodSelector"), c.NetworkPolicy.FromPodSelector)
+	slices.SortStableFunc(es, func(a, b *field.Error) int { return strings.Compare(a.Field, b.Field) })
 	return es.err()
 }
 
-func (c Config) validateTarget(es *FieldErrors) {
+func (c Config) validateTarget(es *fieldErrors) {
 	t := c.Target
 	if !slices.Contains(Kinds(), t.Kind) {
-		es.add("target.kind", "%q is not a kind kmshealth can protect: use one of %s", t.Kind, quoteAll(Kinds()))
+		es.add(field.NewPath("target", "kind"), "%q is not a kind kmshealth can protect: use one of %s", t.Kind, quoteAll(Kinds()))
 	}
 	if t.Namespace == "" {
-		es.add("target.namespace", "is required: give the workload's namespace")
+		es.add(field.NewPath("target", "namespace"), "is required: give the workload's namespace")
 	} else if msgs := validation.IsDNS1123Label(t.Namespace); len(msgs) > 0 {
-		es.add("target.namespace", "%q is not a namespace name (%s): give the workload's namespace", t.Namespace, strings.Join(msgs, "; "))
+		es.add(field.NewPath("target", "namespace"), "%q is not a namespace name (%s): give the workload's namespace", t.Namespace, strings.Join(msgs, "; "))
 	}
 	if t.Name == "" {
-		es.add("target.name", "is required: give the workload's metadata.name")
+		es.add(field.NewPath("target", "name"), "is required: give the workload's metadata.name")
 	} else if msgs := validation.IsDNS1123Subdomain(t.Name); len(msgs) > 0 {
-		es.add("target.name", "%q is not a workload name (%s): give the workload's metadata.name", t.Name, strings.Join(msgs, "; "))
+		es.add(field.NewPath("target", "name"), "%q is not a workload name (%s): give the workload's metadata.name", t.Name, strings.Join(msgs, "; "))
 	}
 }
 
-func (c Config) validatePorts(es *FieldErrors) {
+func (c Config) validatePorts(es *fieldErrors) {
 	ports := []struct {
 		field string
 		port  int32
@@ -131,23 +127,23 @@ func (c Config) validatePorts(es *FieldErrors) {
 			case "healthPort":
 				hint = "the port of the proxy's own /healthz, for kubelet probes"
 			}
-			es.add(p.field, "%d is not a port: give %s, 1-65535", p.port, hint)
+			es.add(field.NewPath(p.field), "%d is not a port: give %s, 1-65535", p.port, hint)
 			continue
 		}
 		for _, q := range ports[:i] {
 			if q.used && q.port == p.port {
-				es.add(p.field, "%d is also %s: the proxy and the upstream share the pod's network, so each needs its own port; choose another", p.port, q.field)
+				es.add(field.NewPath(p.field), "%d is also %s: the proxy and the upstream share the pod's network, so each needs its own port; choose another", p.port, q.field)
 			}
 		}
 	}
 }
 
-func validateResources(es *FieldErrors, r Resources) {
+func validateResources(es *fieldErrors, r Resources) {
 	parsed := map[string]map[string]resource.Quantity{}
 	for kind, list := range map[string]map[string]string{"requests": r.Requests, "limits": r.Limits} {
 		parsed[kind] = map[string]resource.Quantity{}
 		for name, value := range list {
-			fld := "resources." + kind + "[" + name + "]"
+			fld := field.NewPath("resources", kind).Key(name)
 			if msgs := validation.IsQualifiedName(name); len(msgs) > 0 {
 				es.add(fld, "%q is not a resource name (%s): use cpu, memory or ephemeral-storage", name, strings.Join(msgs, "; "))
 				continue
@@ -162,7 +158,7 @@ func validateResources(es *FieldErrors, r Resources) {
 	}
 	for name, req := range parsed["requests"] {
 		if lim, ok := parsed["limits"][name]; ok && req.Cmp(lim) > 0 {
-			es.add("resources.requests["+name+"]", "%s is above the limit %s: lower the request or raise the limit", req.String(), lim.String())
+			es.add(field.NewPath("resources", "requests").Key(name), "%s is above the limit %s: lower the request or raise the limit", req.String(), lim.String())
 		}
 	}
 }
@@ -189,34 +185,34 @@ func executeTemplate(s, value string) (string, error) {
 	return b.String(), nil
 }
 
-func (a Authorization) validate(es *FieldErrors) {
-	const base = "authorization.resourceAttributes"
+func (a Authorization) validate(es *fieldErrors) {
+	base := field.NewPath("authorization", "resourceAttributes")
 	ra, rw := a.ResourceAttributes, a.Rewrites
 	if rw != nil {
 		if rw.ByQueryParameter == "" && rw.ByHTTPHeader == "" {
-			es.add("authorization.rewrites", "names no source: set byQueryParameter or byHTTPHeader (or both), or remove rewrites")
+			es.add(field.NewPath("authorization", "rewrites"), "names no source: set byQueryParameter or byHTTPHeader (or both), or remove rewrites")
 		}
 		if rw.ByQueryParameter != "" && (strings.ContainsFunc(rw.ByQueryParameter, unicode.IsSpace) || strings.ContainsAny(rw.ByQueryParameter, "&=#?")) {
-			es.add("authorization.rewrites.byQueryParameter", "%q is not a query parameter name: use a plain name like \"namespace\"", rw.ByQueryParameter)
+			es.add(field.NewPath("authorization", "rewrites", "byQueryParameter"), "%q is not a query parameter name: use a plain name like \"namespace\"", rw.ByQueryParameter)
 		}
 		if rw.ByHTTPHeader != "" {
 			if msgs := validation.IsHTTPHeaderName(rw.ByHTTPHeader); len(msgs) > 0 {
-				es.add("authorization.rewrites.byHTTPHeader", "%q is not an HTTP header name (%s): use one like \"X-Namespace\"", rw.ByHTTPHeader, strings.Join(msgs, "; "))
+				es.add(field.NewPath("authorization", "rewrites", "byHTTPHeader"), "%q is not an HTTP header name (%s): use one like \"X-Namespace\"", rw.ByHTTPHeader, strings.Join(msgs, "; "))
 			}
 		}
 		if ra == nil {
-			es.add("authorization.rewrites", "has no effect without resourceAttributes: add resourceAttributes with {{ .Value }} where the rewritten value goes, or remove rewrites")
+			es.add(field.NewPath("authorization", "rewrites"), "has no effect without resourceAttributes: add resourceAttributes with {{ .Value }} where the rewritten value goes, or remove rewrites")
 		}
 	}
 	if ra == nil {
 		return
 	}
 	if ra.Resource == "" {
-		es.add(base+".resource", "is required with resourceAttributes: name the resource the caller must be allowed to access (RBAC rules match on it), or remove resourceAttributes to authorize by request path")
+		es.add(base.Child("resource"), "is required with resourceAttributes: name the resource the caller must be allowed to access (RBAC rules match on it), or remove resourceAttributes to authorize by request path")
 	}
 	usesValue := false
 	for _, f := range ra.fields() {
-		fld := base + "." + f.name
+		fld := base.Child(f.name)
 		templated := strings.Contains(f.value, "{{")
 		if rw == nil {
 			if templated {
@@ -254,7 +250,7 @@ func cmpErr(errs ...error) error {
 	return nil
 }
 
-func validateAttribute(es *FieldErrors, fld, name, value string) {
+func validateAttribute(es *fieldErrors, fld *field.Path, name, value string) {
 	if value == "" {
 		return
 	}
@@ -280,13 +276,13 @@ func validateAttribute(es *FieldErrors, fld, name, value string) {
 	}
 }
 
-func validatePaths(es *FieldErrors, ignore, allow []string) {
+func validatePaths(es *fieldErrors, ignore, allow []string) {
 	if len(ignore) > 0 && len(allow) > 0 {
-		es.add("allowPaths", "cannot be used together with ignorePaths (kube-rbac-proxy refuses to start): keep one of the two")
+		es.add(field.NewPath("allowPaths"), "cannot be used together with ignorePaths (kube-rbac-proxy refuses to start): keep one of the two")
 	}
 	for name, list := range map[string][]string{"ignorePaths": ignore, "allowPaths": allow} {
 		for i, p := range list {
-			fld := fmt.Sprintf("%s[%d]", name, i)
+			fld := field.NewPath(name).Index(i)
 			if _, err := path.Match(p, "/"); err != nil || !strings.HasPrefix(p, "/") || strings.ContainsAny(p, `,"`) {
 				es.add(fld, "%q is not a path pattern: write a path.Match pattern of the request path, starting with '/', without ',' or '\"' (e.g. \"/metrics\" or \"/api/v1/*\")", p)
 			}
@@ -297,31 +293,35 @@ func validatePaths(es *FieldErrors, ignore, allow []string) {
 	}
 }
 
-func (c Config) validateTLS(es *FieldErrors) {
+func (c Config) validateTLS(es *fieldErrors) {
 	t := c.TLS
 	if c.InsecureListen {
 		for _, f := range []struct {
-			name string
+			path *field.Path
 			set  bool
-		}{{"tls.secretName", t.SecretName != ""}, {"tls.minVersion", t.MinVersion != ""}, {"tls.cipherSuites", len(t.CipherSuites) > 0}} {
+		}{
+			{field.NewPath("tls", "secretName"), t.SecretName != ""},
+			{field.NewPath("tls", "minVersion"), t.MinVersion != ""},
+			{field.NewPath("tls", "cipherSuites"), len(t.CipherSuites) > 0},
+		} {
 			if f.set {
-				es.add(f.name, "has no effect with insecureListen (plain HTTP): remove it, or set insecureListen to false")
+				es.add(f.path, "has no effect with insecureListen (plain HTTP): remove it, or set insecureListen to false")
 			}
 		}
 		return
 	}
 	if t.SecretName != "" {
 		if msgs := validation.IsDNS1123Subdomain(t.SecretName); len(msgs) > 0 {
-			es.add("tls.secretName", "%q is not a Secret name (%s): name a kubernetes.io/tls Secret in %q, or leave it empty for a self-signed certificate", t.SecretName, strings.Join(msgs, "; "), c.Target.Namespace)
+			es.add(field.NewPath("tls", "secretName"), "%q is not a Secret name (%s): name a kubernetes.io/tls Secret in %q, or leave it empty for a self-signed certificate", t.SecretName, strings.Join(msgs, "; "), c.Target.Namespace)
 		}
 	}
 	if !slices.Contains(tlsVersions(), t.MinVersion) {
-		es.add("tls.minVersion", "%q is not a TLS version kube-rbac-proxy knows: use one of %s", t.MinVersion, quoteAll(tlsVersions()))
+		es.add(field.NewPath("tls", "minVersion"), "%q is not a TLS version kube-rbac-proxy knows: use one of %s", t.MinVersion, quoteAll(tlsVersions()))
 	}
 	known := knownCipherSuites()
 	tls12 := 0
 	for i, name := range t.CipherSuites {
-		fld := fmt.Sprintf("tls.cipherSuites[%d]", i)
+		fld := field.NewPath("tls", "cipherSuites").Index(i)
 		id, ok := known[name]
 		switch {
 		case !ok:
@@ -333,7 +333,7 @@ func (c Config) validateTLS(es *FieldErrors) {
 		}
 	}
 	if len(t.CipherSuites) > 0 && tls12 == 0 && t.MinVersion != "VersionTLS13" && slices.Contains(tlsVersions(), t.MinVersion) {
-		es.add("tls.cipherSuites", "names no suite for TLS 1.2 and below (Go always enables the TLS 1.3 suites and cannot configure them), so older clients could not connect: add TLS 1.2 suites, or set tls.minVersion to VersionTLS13")
+		es.add(field.NewPath("tls", "cipherSuites"), "names no suite for TLS 1.2 and below (Go always enables the TLS 1.3 suites and cannot configure them), so older clients could not connect: add TLS 1.2 suites, or set tls.minVersion to VersionTLS13")
 	}
 }
 
@@ -356,30 +356,30 @@ func isTLS13Suite(id uint16) bool {
 	return false
 }
 
-func validateSelector(es *FieldErrors, name string, sel *metav1.LabelSelector) {
+func validateSelector(es *fieldErrors, p *field.Path, sel *metav1.LabelSelector) {
 	if sel == nil {
 		return
 	}
-	errs := metav1validation.ValidateLabelSelector(sel, metav1validation.LabelSelectorValidationOptions{}, field.NewPath(name))
+	errs := metav1validation.ValidateLabelSelector(sel, metav1validation.LabelSelectorValidationOptions{}, p)
 	for _, e := range errs {
-		es.add(e.Field, "%s: fix the selector", e.ErrorBody())
+		*es = append(*es, &field.Error{Type: e.Type, Field: e.Field, BadValue: field.OmitValueType{}, Detail: e.ErrorBody() + ": fix the selector"})
 	}
 	if len(errs) > 0 {
 		return // the conversion below would report the same problem again
 	}
 	if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
-		es.add(name, "%v: fix the selector", err)
+		es.add(p, "%v: fix the selector", err)
 	}
 }
 
 // Warnings are things c allows but the user should know about (after
-// Defaulted), in the FieldError shape so a caller can attach them to the
+// Defaulted), as field errors so a caller can attach them to the
 // attribute.
-func (c Config) Warnings() []FieldError {
+func (c Config) Warnings() field.ErrorList {
 	c = c.Defaulted()
-	var ws FieldErrors
+	var ws fieldErrors
 	if c.InsecureListen {
-		ws.add("insecureListen", "serves plain HTTP: --insecure-listen-address is deprecated upstream and will be removed; bearer tokens cross the network in clear text; identity headers (x-remote-user and the like) can be forged on ignored paths, which skip authentication; there is no health endpoint, so probes fall back to a TCP check. Prefer HTTPS (tls.secretName, or the self-signed default)")
+		ws.add(field.NewPath("insecureListen"), "serves plain HTTP: --insecure-listen-address is deprecated upstream and will be removed; bearer tokens cross the network in clear text; identity headers (x-remote-user and the like) can be forged on ignored paths, which skip authentication; there is no health endpoint, so probes fall back to a TCP check. Prefer HTTPS (tls.secretName, or the self-signed default)")
 	}
 	if !c.InsecureListen {
 		known := knownCipherSuites()
@@ -388,7 +388,7 @@ func (c Config) Warnings() []FieldError {
 			insecure[s.Name] = true
 		}
 		for i, name := range c.TLS.CipherSuites {
-			fld := fmt.Sprintf("tls.cipherSuites[%d]", i)
+			fld := field.NewPath("tls", "cipherSuites").Index(i)
 			id, ok := known[name]
 			switch {
 			case insecure[name]:
@@ -398,38 +398,38 @@ func (c Config) Warnings() []FieldError {
 			}
 		}
 		if len(c.TLS.CipherSuites) > 0 && c.TLS.MinVersion == "VersionTLS13" {
-			ws.add("tls.cipherSuites", "has no effect with tls.minVersion VersionTLS13: Go does not configure TLS 1.3 suites")
+			ws.add(field.NewPath("tls", "cipherSuites"), "has no effect with tls.minVersion VersionTLS13: Go does not configure TLS 1.3 suites")
 		}
 		if c.TLS.MinVersion == "VersionTLS10" || c.TLS.MinVersion == "VersionTLS11" {
-			ws.add("tls.minVersion", "%s allows deprecated TLS versions (RFC 8996): use VersionTLS12 or above unless old clients need it", c.TLS.MinVersion)
+			ws.add(field.NewPath("tls", "minVersion"), "%s allows deprecated TLS versions (RFC 8996): use VersionTLS12 or above unless old clients need it", c.TLS.MinVersion)
 		}
 	}
 	if !c.NetworkPolicy.Enabled && (c.NetworkPolicy.FromNamespaceSelector != nil || c.NetworkPolicy.FromPodSelector != nil) {
-		ws.add("networkPolicy.enabled", "is false, so the selectors are ignored and no NetworkPolicy is created: set enabled to true to restrict who reaches the proxy port")
+		ws.add(field.NewPath("networkPolicy", "enabled"), "is false, so the selectors are ignored and no NetworkPolicy is created: set enabled to true to restrict who reaches the proxy port")
 	}
-	return ws
+	return field.ErrorList(ws)
 }
 
 // CheckPodSpec reports what in the live pod spec of the target would keep
-// the sidecar from working, as FieldErrors naming the Config field (or
+// the sidecar from working, as field errors naming the Config field (or
 // "target") to change, or nil. spec is the workload's
 // spec.template.spec; the sidecar itself (ContainerName in
 // initContainers) is ignored.
 func (c Config) CheckPodSpec(spec *corev1.PodSpec) error {
 	c = c.Defaulted()
-	var es FieldErrors
+	var es fieldErrors
 	sa := spec.ServiceAccountName
 	if sa == "" {
 		sa = "default"
 	}
 	if sa != c.ServiceAccountName {
-		es.add("serviceAccountName", "is %q, but the pods of %s run as ServiceAccount %q: set serviceAccountName to %q, or the sidecar's TokenReviews and SubjectAccessReviews are denied", c.ServiceAccountName, c.Target, sa, sa)
+		es.add(field.NewPath("serviceAccountName"), "is %q, but the pods of %s run as ServiceAccount %q: set serviceAccountName to %q, or the sidecar's TokenReviews and SubjectAccessReviews are denied", c.ServiceAccountName, c.Target, sa, sa)
 	}
 	if spec.AutomountServiceAccountToken != nil && !*spec.AutomountServiceAccountToken {
-		es.add("target", "%s sets automountServiceAccountToken: false, so the sidecar has no token to call the API server with: set it to true (or remove it) in the pod template", c.Target)
+		es.add(field.NewPath("target"), "%s sets automountServiceAccountToken: false, so the sidecar has no token to call the API server with: set it to true (or remove it) in the pod template", c.Target)
 	}
 	if sc := spec.SecurityContext; sc != nil && sc.RunAsUser != nil && *sc.RunAsUser == 0 {
-		es.add("target", "%s runs its pods as root (securityContext.runAsUser: 0); the sidecar sets runAsNonRoot and would not start: run the pod as a non-root user, or set runAsUser on each of its own containers instead", c.Target)
+		es.add(field.NewPath("target"), "%s runs its pods as root (securityContext.runAsUser: 0); the sidecar sets runAsNonRoot and would not start: run the pod as a non-root user, or set runAsUser on each of its own containers instead", c.Target)
 	}
 	ours := map[int32]string{c.ListenPort: "listenPort"}
 	if !c.InsecureListen {
@@ -439,13 +439,13 @@ func (c Config) CheckPodSpec(spec *corev1.PodSpec) error {
 	for i, ctr := range all {
 		if ctr.Name == ContainerName {
 			if i >= len(spec.InitContainers) {
-				es.add("target", "%s already has a container named %q in containers: rename it, kmshealth needs that name for its sidecar", c.Target, ContainerName)
+				es.add(field.NewPath("target"), "%s already has a container named %q in containers: rename it, kmshealth needs that name for its sidecar", c.Target, ContainerName)
 			}
 			continue
 		}
 		for _, p := range ctr.Ports {
 			if fld, clash := ours[p.ContainerPort]; clash && (p.Protocol == "" || p.Protocol == corev1.ProtocolTCP) {
-				es.add(fld, "%d is already declared by container %q of %s: the pod shares one network, choose another port", p.ContainerPort, ctr.Name, c.Target)
+				es.add(field.NewPath(fld), "%d is already declared by container %q of %s: the pod shares one network, choose another port", p.ContainerPort, ctr.Name, c.Target)
 			}
 		}
 	}
@@ -459,24 +459,24 @@ func (c Config) CheckPodSpec(spec *corev1.PodSpec) error {
 // template's labels).
 func (c Config) CheckService(svc *corev1.Service, podLabels map[string]string) error {
 	c = c.Defaulted()
-	var es FieldErrors
+	var es fieldErrors
 	name := fmt.Sprintf("Service %s/%s", svc.Namespace, svc.Name)
 	for _, p := range svc.Spec.Ports {
 		if p.Name == ServicePortName {
 			continue
 		}
 		if p.Name == "" {
-			es.add("serviceName", "%s has an unnamed port %d; a Service with more than one port needs every port named: name it in the Service's manifest", name, p.Port)
+			es.add(field.NewPath("serviceName"), "%s has an unnamed port %d; a Service with more than one port needs every port named: name it in the Service's manifest", name, p.Port)
 		}
 		if p.Port == c.ListenPort && (p.Protocol == "" || p.Protocol == corev1.ProtocolTCP) {
-			es.add("listenPort", "%d is already a port (%q) of %s: choose another listenPort", p.Port, p.Name, name)
+			es.add(field.NewPath("listenPort"), "%d is already a port (%q) of %s: choose another listenPort", p.Port, p.Name, name)
 		}
 	}
 	switch {
 	case len(svc.Spec.Selector) == 0:
-		es.add("serviceName", "%s has no selector, so its endpoints are not the pods of %s: name a Service that selects them", name, c.Target)
+		es.add(field.NewPath("serviceName"), "%s has no selector, so its endpoints are not the pods of %s: name a Service that selects them", name, c.Target)
 	case !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(podLabels)):
-		es.add("serviceName", "%s selects %v, which does not match the pods of %s (%v): name a Service that selects them", name, svc.Spec.Selector, c.Target, podLabels)
+		es.add(field.NewPath("serviceName"), "%s selects %v, which does not match the pods of %s (%v): name a Service that selects them", name, svc.Spec.Selector, c.Target, podLabels)
 	}
 	return es.err()
 }

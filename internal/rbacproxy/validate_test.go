@@ -1,13 +1,13 @@
 package rbacproxy
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // valid is the smallest valid Config: every test changes one thing.
@@ -19,28 +19,28 @@ func valid() Config {
 	}
 }
 
-func fieldErrors(t *testing.T, err error) FieldErrors {
+func problems(t *testing.T, err error) field.ErrorList {
 	t.Helper()
 	if err == nil {
 		return nil
 	}
-	var es FieldErrors
-	if !errors.As(err, &es) {
-		t.Fatalf("error %v is not FieldErrors", err)
+	es := FieldErrors(err)
+	if len(es) == 0 {
+		t.Fatalf("error %v holds no field errors", err)
 	}
 	return es
 }
 
-// has reports whether es holds an error on field whose message contains
+// has reports whether es holds an error on fld whose message contains
 // every part.
-func has(es []FieldError, field string, parts ...string) bool {
+func has(es field.ErrorList, fld string, parts ...string) bool {
 	for _, e := range es {
-		if e.Field != field {
+		if e.Field != fld {
 			continue
 		}
 		ok := true
 		for _, p := range parts {
-			ok = ok && strings.Contains(e.Message, p)
+			ok = ok && strings.Contains(e.Detail, p)
 		}
 		if ok {
 			return true
@@ -185,7 +185,7 @@ func TestValidateNamesFieldAndFix(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := valid()
 			tc.mutate(&c)
-			es := fieldErrors(t, c.Validate())
+			es := problems(t, c.Validate())
 			if !has(es, tc.field, tc.parts...) {
 				t.Fatalf("Validate() = %v\nwant an error on %s containing %q", es, tc.field, tc.parts)
 			}
@@ -201,7 +201,8 @@ func TestValidateReportsEverythingAtOnce(t *testing.T) {
 		AllowPaths:   []string{"b"},
 		TLS:          TLS{MinVersion: "VersionTLS14"},
 	}
-	es := fieldErrors(t, c.Validate())
+	err := c.Validate()
+	es := problems(t, err)
 	for _, field := range []string{"target.kind", "target.namespace", "target.name", "listenPort", "allowPaths", "allowPaths[0]", "tls.minVersion", "serviceAccountName"} {
 		if !has(es, field) {
 			t.Errorf("no error on %s in %v", field, es)
@@ -212,8 +213,8 @@ func TestValidateReportsEverythingAtOnce(t *testing.T) {
 			t.Errorf("errors not sorted by field: %q before %q", es[i-1].Field, es[i].Field)
 		}
 	}
-	if msg := es.Error(); !strings.Contains(msg, "target.kind: ") || !strings.Contains(msg, "; ") {
-		t.Errorf("Error() = %q, want field-prefixed messages joined by '; '", msg)
+	if msg := err.Error(); !strings.Contains(msg, "target.kind: ") || !strings.Contains(msg, ", ") {
+		t.Errorf("Error() = %q, want field-prefixed messages joined by ', '", msg)
 	}
 }
 
@@ -295,7 +296,7 @@ func TestCheckPodSpec(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c, spec := valid(), base()
 			tc.mutate(&c, spec)
-			es := fieldErrors(t, c.CheckPodSpec(spec))
+			es := problems(t, c.CheckPodSpec(spec))
 			if tc.field == "" {
 				if es != nil {
 					t.Fatalf("CheckPodSpec() = %v, want nil", es)
@@ -336,7 +337,7 @@ func TestCheckService(t *testing.T) {
 			c, svc := valid(), base()
 			c.ServiceName = "web"
 			tc.mutate(svc)
-			es := fieldErrors(t, c.CheckService(svc, pods))
+			es := problems(t, c.CheckService(svc, pods))
 			if tc.field == "" {
 				if es != nil {
 					t.Fatalf("CheckService() = %v, want nil", es)
