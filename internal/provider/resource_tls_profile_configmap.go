@@ -3,10 +3,7 @@ package provider
 import (
 	"context"
 	"errors"
-	"fmt"
 	"regexp"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
@@ -201,47 +198,35 @@ func (m *tlsProfileModel) spec(ctx context.Context, diags *diag.Diagnostics) (sp
 	return spec, true
 }
 
-// fieldPath maps a tlsprofile field ("custom.ciphers[2]") to the attribute.
-func fieldPath(field string) path.Path {
-	p := path.Root("profile")
-	for _, part := range strings.Split(field, ".") {
-		name, idx, indexed := strings.Cut(strings.TrimSuffix(part, "]"), "[")
-		switch name {
-		case "minTLSVersion":
-			name = "min_tls_version"
-		case "":
-			continue
-		}
-		p = p.AtName(name)
-		if indexed {
-			if i, err := strconv.Atoi(idx); err == nil {
-				p = p.AtListIndex(i)
-			}
-		}
-	}
-	return p
-}
+// tlsProfileFields maps tlsprofile's field paths ("custom.ciphers[2]") to
+// the attributes of the profile block; rolloutTargetFields its
+// "rolloutTargets[i]" to rollout_targets.
+var (
+	tlsProfileFields    = fieldAttributes{root: path.Root("profile")}
+	rolloutTargetFields = fieldAttributes{}
+)
 
 // addProfileError reports a profile problem at its attribute.
 func addProfileError(diags *diag.Diagnostics, summary string, err error, cluster bool) {
-	var errs []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	} else {
-		errs = []error{err}
-	}
-	for _, e := range errs {
-		var fe *tlsprofile.FieldError
-		switch {
-		case errors.Is(e, tlsprofile.ErrNoAPIServerAPI):
-			diags.AddAttributeError(path.Root("source"), summary, e.Error())
-		case cluster:
-			diags.AddAttributeError(path.Root("source"), summary, "The cluster's APIServer \""+tlsprofile.APIServerName+"\": "+e.Error())
-		case errors.As(e, &fe) && fe.Field != "":
-			diags.AddAttributeError(fieldPath(fe.Field), summary, e.Error())
-		default:
-			diags.AddAttributeError(path.Root("profile"), summary, e.Error())
+	switch {
+	case errors.Is(err, tlsprofile.ErrNoAPIServerAPI):
+		diags.AddAttributeError(path.Root("source"), summary, err.Error())
+	case cluster:
+		// The fields are the APIServer object's, not this resource's.
+		msgs := []string{err.Error()}
+		if es := fieldErrorsOf(err); len(es) > 0 {
+			msgs = msgs[:0]
+			for _, e := range es {
+				msgs = append(msgs, e.Field+": "+e.Detail)
+			}
 		}
+		for _, m := range msgs {
+			diags.AddAttributeError(path.Root("source"), summary, "The cluster's APIServer \""+tlsprofile.APIServerName+"\": "+m)
+		}
+	case len(fieldErrorsOf(err)) > 0:
+		tlsProfileFields.addErrors(diags, summary, err, nil)
+	default:
+		diags.AddAttributeError(path.Root("profile"), summary, err.Error())
 	}
 }
 
@@ -413,9 +398,9 @@ func (r *tlsProfileResource) Update(ctx context.Context, req resource.UpdateRequ
 }
 
 // write resolves the profile again (a cluster profile may have changed
-// since the plan), checks that every target exists before the first write,
-// writes the ConfigMap, annotates the targets, and releases the targets the
-// prior state had and the plan no longer has.
+// since the plan) and writes it with tlsprofile.Ensure: the ConfigMap, the
+// hash on the targets, the release of the targets the prior state had and
+// the plan no longer has.
 func (r *tlsProfileResource) write(ctx context.Context, plan, prior *tlsProfileModel, diags *diag.Diagnostics) {
 	core, dyn, ok := r.clients.coreAndDynamic(diags)
 	if !ok {
@@ -432,46 +417,30 @@ func (r *tlsProfileResource) write(ctx context.Context, plan, prior *tlsProfileM
 		}
 		return
 	}
-	targets := plan.targets(ctx, diags)
-	for i, t := range targets {
-		if _, found, err := tlsprofile.TargetHash(ctx, dyn, t); err != nil || !found {
-			msg := fmt.Sprintf("%s not found: create it first (or add a depends_on on the resource that does), or remove it from rollout_targets.", t)
-			if err != nil {
-				msg = err.Error()
-			}
-			diags.AddAttributeError(path.Root("rollout_targets").AtListIndex(i), "Rollout target unavailable", msg)
-		}
-	}
-	if diags.HasError() {
-		return
-	}
 	ns, name := plan.Namespace.ValueString(), plan.Name.ValueString()
-	ac, err := tlsprofile.ConfigMap(ns, name, spec, res, targets)
-	if err != nil {
-		diags.AddError("Cannot build the TLS profile ConfigMap", err.Error())
-		return
+	p := tlsprofile.ProfileConfigMap{Namespace: ns, Name: name, Spec: spec, Resolved: res, Targets: plan.targets(ctx, diags)}
+	var priorTargets []tlsprofile.Target
+	if prior != nil {
+		priorTargets = prior.targets(ctx, diags)
 	}
-	if err := tlsprofile.ApplyConfigMap(ctx, core.CoreV1(), ac); err != nil {
-		if errors.Is(err, tlsprofile.ErrNotOurs) {
-			diags.AddAttributeError(path.Root("name"), "ConfigMap exists", err.Error()+": kmshealth never takes over a ConfigMap it did not create; choose another name, or delete that ConfigMap first.")
-			return
-		}
+	warnings, err := tlsprofile.Ensure(ctx, core.CoreV1(), dyn, p, priorTargets)
+	for _, w := range warnings {
+		diags.AddWarning("Cannot release rollout target", w.Error())
+	}
+	var failed *tlsprofile.StepError
+	switch {
+	case err == nil:
+	case errors.Is(err, tlsprofile.ErrNotOurs):
+		diags.AddAttributeError(path.Root("name"), "ConfigMap exists", err.Error()+": kmshealth never takes over a ConfigMap it did not create; choose another name, or delete that ConfigMap first.")
+		return
+	case errors.As(err, &failed) && failed.Step == tlsprofile.StepTargets:
+		rolloutTargetFields.addErrors(diags, "Rollout target unavailable", err, nil)
+		return
+	case errors.As(err, &failed) && failed.Step == tlsprofile.StepAnnotate:
+		rolloutTargetFields.addErrors(diags, "Cannot annotate rollout target", err, nil)
+	default:
 		r.clients.addAPIError(diags, apiRequest{Summary: "Cannot write the TLS profile ConfigMap", Verb: "patch", Kind: "ConfigMap", Resource: "configmaps", Namespace: ns, Name: name, Attribute: path.Root("namespace")}, err)
 		return
-	}
-	for i, t := range targets {
-		if err := tlsprofile.AnnotateTarget(ctx, dyn, t, res.Hash); err != nil {
-			diags.AddAttributeError(path.Root("rollout_targets").AtListIndex(i), "Cannot annotate rollout target", err.Error())
-		}
-	}
-	if prior != nil {
-		for _, t := range prior.targets(ctx, diags) {
-			if !slices.Contains(targets, t) {
-				if err := tlsprofile.ReleaseTarget(ctx, dyn, t); err != nil {
-					diags.AddWarning("Cannot release rollout target", err.Error())
-				}
-			}
-		}
 	}
 	openshift, err := tlsprofile.IsOpenShift(core.Discovery())
 	if err != nil {

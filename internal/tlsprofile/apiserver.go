@@ -93,7 +93,7 @@ func FromAPIServerSpec(spec map[string]any) (Spec, Adherence, error) {
 		return Spec{}, "", err
 	}
 	if custom == nil {
-		return Spec{}, "", &FieldError{Field: "spec.tlsSecurityProfile.custom", Problem: "is missing but type is Custom", Fix: "add custom with ciphers and minTLSVersion, or set type to Old, Intermediate or Modern"}
+		return Spec{}, "", fieldError("spec.tlsSecurityProfile.custom", "", "is missing but type is Custom", "add custom with ciphers and minTLSVersion, or set type to Old, Intermediate or Modern", nil)
 	}
 	if out.Ciphers, err = stringList(custom, "spec.tlsSecurityProfile.custom.ciphers", "ciphers"); err != nil {
 		return Spec{}, "", err
@@ -113,7 +113,7 @@ func FromAPIServerSpec(spec map[string]any) (Spec, Adherence, error) {
 	}
 	switch {
 	case len(curves) > 0 && len(groups) > 0 && !slices.Equal(curves, groups):
-		return Spec{}, "", &FieldError{Field: "spec.tlsSecurityProfile.custom", Problem: fmt.Sprintf("curves %v and groups %v differ, and they mean the same thing", curves, groups), Fix: "set only one of them"}
+		return Spec{}, "", fieldError("spec.tlsSecurityProfile.custom", "", fmt.Sprintf("curves %v and groups %v differ, and they mean the same thing", curves, groups), "set only one of them", nil)
 	case len(curves) > 0:
 		out.Curves = curves
 	default:
@@ -129,7 +129,7 @@ func optionalString(m map[string]any, path, key string) (string, error) {
 	}
 	s, ok := v.(string)
 	if !ok {
-		return "", &FieldError{Field: path, Problem: fmt.Sprintf("is %T, want a string", v)}
+		return "", fieldError(path, "", fmt.Sprintf("is %T, want a string", v), "", nil)
 	}
 	return s, nil
 }
@@ -141,7 +141,7 @@ func optionalMap(m map[string]any, path, key string) (map[string]any, error) {
 	}
 	mm, ok := v.(map[string]any)
 	if !ok {
-		return nil, &FieldError{Field: path, Problem: fmt.Sprintf("is %T, want an object", v)}
+		return nil, fieldError(path, "", fmt.Sprintf("is %T, want an object", v), "", nil)
 	}
 	return mm, nil
 }
@@ -156,13 +156,13 @@ func stringList(m map[string]any, path, key string) ([]string, error) {
 	}
 	items, ok := v.([]any)
 	if !ok {
-		return nil, &FieldError{Field: path, Problem: fmt.Sprintf("is %T, want a list of strings", v)}
+		return nil, fieldError(path, "", fmt.Sprintf("is %T, want a list of strings", v), "", nil)
 	}
 	out := make([]string, 0, len(items))
 	for i, item := range items {
 		s, ok := item.(string)
 		if !ok {
-			return nil, &FieldError{Field: fmt.Sprintf("%s[%d]", path, i), Problem: fmt.Sprintf("is %T, want a string", item)}
+			return nil, fieldError(fmt.Sprintf("%s[%d]", path, i), "", fmt.Sprintf("is %T, want a string", item), "", nil)
 		}
 		out = append(out, s)
 	}

@@ -2,6 +2,7 @@ package tlsprofile
 
 import (
 	"errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"reflect"
 	"slices"
 	"strings"
@@ -92,9 +93,9 @@ tlsSecurityProfile:
 		t.Run(tt.name, func(t *testing.T) {
 			spec, adherence, err := FromAPIServerSpec(apiServerSpec(t, tt.spec))
 			if tt.errField != "" {
-				var fe *FieldError
+				var fe *field.Error
 				if !errors.As(err, &fe) || fe.Field != tt.errField || !strings.Contains(err.Error(), tt.errHas) {
-					t.Fatalf("err = %v, want a *FieldError at %s containing %q", err, tt.errField, tt.errHas)
+					t.Fatalf("err = %v, want a *field.Error at %s containing %q", err, tt.errField, tt.errHas)
 				}
 				return
 			}

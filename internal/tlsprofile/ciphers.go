@@ -144,7 +144,7 @@ func ValidCiphers() []string {
 // ValidateCipher checks one cipher name (OpenSSL or IANA, case-insensitive).
 func ValidateCipher(name string) error {
 	if newCipherCatalog().lookup(name).kind == cipherUnknown {
-		return &FieldError{Value: name, Problem: "unknown cipher", Valid: ValidCiphers()}
+		return fieldError("", name, "unknown cipher", "", ValidCiphers())
 	}
 	return nil
 }

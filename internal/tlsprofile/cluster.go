@@ -59,7 +59,7 @@ func (t Target) String() string { return t.Kind + " " + t.Namespace + "/" + t.Na
 func (t Target) GVR() (schema.GroupVersionResource, error) {
 	r, ok := targetResources[t.Kind]
 	if !ok {
-		return schema.GroupVersionResource{}, &FieldError{Field: "kind", Value: t.Kind, Problem: "unknown rollout target kind", Valid: TargetKinds()}
+		return schema.GroupVersionResource{}, fieldError("kind", t.Kind, "unknown rollout target kind", "", TargetKinds())
 	}
 	return schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: r}, nil
 }

@@ -42,7 +42,7 @@ func ParseCurve(name string) (tls.CurveID, error) {
 			}
 		}
 	}
-	return 0, &FieldError{Value: name, Problem: "unknown curve", Valid: ValidCurves()}
+	return 0, fieldError("", name, "unknown curve", "", ValidCurves())
 }
 
 // CurveName returns the canonical name of a Go curve ID (as OpenShift spells

@@ -131,10 +131,10 @@ func ParseDocument(b []byte) (Document, error) {
 		return Document{}, fmt.Errorf("%s: %w", DocumentKey, err)
 	}
 	if d.Type == "" || ValidateType(string(d.Type)) != nil {
-		return Document{}, fmt.Errorf("%s: %w", DocumentKey, &FieldError{Field: "type", Value: string(d.Type), Problem: "unknown profile type", Valid: ValidTypes()})
+		return Document{}, fmt.Errorf("%s: %w", DocumentKey, fieldError("type", string(d.Type), "unknown profile type", "", ValidTypes()))
 	}
 	if d.Source != SourceStatic && d.Source != SourceCluster {
-		return Document{}, fmt.Errorf("%s: %w", DocumentKey, &FieldError{Field: "source", Value: string(d.Source), Problem: "unknown profile source", Valid: []string{string(SourceStatic), string(SourceCluster)}})
+		return Document{}, fmt.Errorf("%s: %w", DocumentKey, fieldError("source", string(d.Source), "unknown profile source", "", []string{string(SourceStatic), string(SourceCluster)}))
 	}
 	if _, err := d.TLSConfig(); err != nil {
 		return Document{}, err
@@ -150,22 +150,22 @@ func ParseDocument(b []byte) (Document, error) {
 func (d Document) TLSConfig() (*tls.Config, error) {
 	minVersion, ok := d.MinTLSVersion.ID()
 	if !ok {
-		return nil, fmt.Errorf("%s: %w", DocumentKey, &FieldError{Field: "minTLSVersion", Value: string(d.MinTLSVersion), Problem: "unknown TLS version", Valid: ValidTLSVersions()})
+		return nil, fmt.Errorf("%s: %w", DocumentKey, fieldError("minTLSVersion", string(d.MinTLSVersion), "unknown TLS version", "", ValidTLSVersions()))
 	}
 	cat := newCipherCatalog()
 	var suites []uint16
 	for i, name := range d.CipherSuites {
 		s, ok := cat.goByIANA[name]
 		if !ok || isTLS13Only(s) {
-			return nil, fmt.Errorf("%s: %w", DocumentKey, &FieldError{Field: fmt.Sprintf("cipherSuites[%d]", i), Value: name, Problem: "is not a TLS 1.0–1.2 suite Go crypto/tls implements", Fix: "regenerate the document with tlsprofile.Resolve"})
+			return nil, fmt.Errorf("%s: %w", DocumentKey, fieldError(fmt.Sprintf("cipherSuites[%d]", i), name, "is not a TLS 1.0–1.2 suite Go crypto/tls implements", "regenerate the document with tlsprofile.Resolve", nil))
 		}
 		suites = append(suites, s.ID)
 	}
 	switch {
 	case minVersion < tls.VersionTLS13 && len(suites) == 0:
-		return nil, fmt.Errorf("%s: %w", DocumentKey, &FieldError{Field: "cipherSuites", Problem: fmt.Sprintf("is empty but minTLSVersion %s allows TLS 1.2 and below", d.MinTLSVersion), Fix: "regenerate the document with tlsprofile.Resolve; an empty list would silently mean Go's defaults"})
+		return nil, fmt.Errorf("%s: %w", DocumentKey, fieldError("cipherSuites", "", fmt.Sprintf("is empty but minTLSVersion %s allows TLS 1.2 and below", d.MinTLSVersion), "regenerate the document with tlsprofile.Resolve; an empty list would silently mean Go's defaults", nil))
 	case minVersion >= tls.VersionTLS13 && len(suites) > 0:
-		return nil, fmt.Errorf("%s: %w", DocumentKey, &FieldError{Field: "cipherSuites", Problem: "must be empty when minTLSVersion is VersionTLS13 (TLS 1.3 suites are not configurable)", Fix: "regenerate the document with tlsprofile.Resolve"})
+		return nil, fmt.Errorf("%s: %w", DocumentKey, fieldError("cipherSuites", "", "must be empty when minTLSVersion is VersionTLS13 (TLS 1.3 suites are not configurable)", "regenerate the document with tlsprofile.Resolve", nil))
 	}
 	var curves []tls.CurveID
 	for i, name := range d.CurvePreferences {

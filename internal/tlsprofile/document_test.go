@@ -132,15 +132,15 @@ func TestParseDocumentRejects(t *testing.T) {
 		{"empty curvePreferences list", `"library-defaults"`, `[]`, `curvePreferences is empty; write "library-defaults"`},
 		{"null curvePreferences", `"library-defaults"`, `null`, `curvePreferences is null; it must be "library-defaults" or a list`},
 		{"another marker", `"library-defaults"`, `"defaults"`, `curvePreferences is the string "defaults"`},
-		{"unknown curve", `"library-defaults"`, `["X448"]`, `curvePreferences[0]: unknown curve "X448"`},
-		{"empty cipherSuites below TLS 1.3", `["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"]`, `[]`, "cipherSuites: is empty but minTLSVersion VersionTLS12"},
-		{"a TLS 1.3 suite in cipherSuites", `"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"]`, `"TLS_AES_128_GCM_SHA256"]`, `cipherSuites[0]: is not a TLS 1.0–1.2 suite`},
-		{"an OpenSSL name in cipherSuites", `"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"]`, `"ECDHE-RSA-AES128-GCM-SHA256"]`, `cipherSuites[0]: is not a TLS 1.0–1.2 suite`},
+		{"unknown curve", `"library-defaults"`, `["X448"]`, `curvePreferences[0]: Unsupported value: unknown curve "X448"`},
+		{"empty cipherSuites below TLS 1.3", `["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"]`, `[]`, "cipherSuites: Invalid value: is empty but minTLSVersion VersionTLS12"},
+		{"a TLS 1.3 suite in cipherSuites", `"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"]`, `"TLS_AES_128_GCM_SHA256"]`, `cipherSuites[0]: Invalid value: is not a TLS 1.0–1.2 suite`},
+		{"an OpenSSL name in cipherSuites", `"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"]`, `"ECDHE-RSA-AES128-GCM-SHA256"]`, `cipherSuites[0]: Invalid value: is not a TLS 1.0–1.2 suite`},
 		{"cipherSuites with a TLS 1.3 minimum", `"VersionTLS12"`, `"VersionTLS13"`, "must be empty when minTLSVersion is VersionTLS13"},
-		{"unknown minimum", `"VersionTLS12"`, `"TLSv1.2"`, `minTLSVersion: unknown TLS version "TLSv1.2"`},
-		{"unknown type", `"Custom"`, `"Secure"`, `type: unknown profile type "Secure"`},
-		{"empty type", `"Custom"`, `""`, `type: unknown profile type`},
-		{"unknown source", `"static"`, `"helm"`, `source: unknown profile source "helm"`},
+		{"unknown minimum", `"VersionTLS12"`, `"TLSv1.2"`, `minTLSVersion: Unsupported value: unknown TLS version "TLSv1.2"`},
+		{"unknown type", `"Custom"`, `"Secure"`, `type: Unsupported value: unknown profile type "Secure"`},
+		{"empty type", `"Custom"`, `""`, `type: Unsupported value: unknown profile type`},
+		{"unknown source", `"static"`, `"helm"`, `source: Unsupported value: unknown profile source "helm"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

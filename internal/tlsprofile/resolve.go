@@ -85,7 +85,7 @@ type Resolved struct {
 //     intent-based ("the list may be reduced", says OpenShift's API), so
 //     their Go-less ciphers are dropped with a warning under any adherence.
 //
-// A profile that cannot be honoured is refused with a *FieldError saying
+// A profile that cannot be honoured is refused with a *field.Error saying
 // why — a minimum below TLS 1.3 with no usable TLS 1.0–1.2 cipher left,
 // curves named but none usable — never resolved to an empty list that would
 // silently fall back to Go's defaults.
@@ -101,7 +101,7 @@ func Resolve(spec Spec, adherence Adherence) (Resolved, []string, error) {
 		source = SourceStatic
 	}
 	if source != SourceStatic && source != SourceCluster {
-		return Resolved{}, warnings, &FieldError{Field: "source", Value: string(source), Problem: "unknown profile source", Valid: []string{string(SourceStatic), string(SourceCluster)}}
+		return Resolved{}, warnings, fieldError("source", string(source), "unknown profile source", "", []string{string(SourceStatic), string(SourceCluster)})
 	}
 	p := fieldPrefix(source)
 
@@ -115,7 +115,7 @@ func Resolve(spec Spec, adherence Adherence) (Resolved, []string, error) {
 			return Resolved{}, warnings, at(p+"type", ValidateType(string(t)))
 		}
 		if spec.hasCustom() {
-			return Resolved{}, warnings, &FieldError{Field: p + "custom", Problem: fmt.Sprintf("ciphers, minTLSVersion and curves are only used with type Custom, and type is %s", t), Fix: "remove them, or set type to Custom"}
+			return Resolved{}, warnings, fieldError(p+"custom", "", fmt.Sprintf("ciphers, minTLSVersion and curves are only used with type Custom, and type is %s", t), "remove them, or set type to Custom", nil)
 		}
 		prof = pre
 	}
@@ -127,7 +127,7 @@ func Resolve(spec Spec, adherence Adherence) (Resolved, []string, error) {
 	minName := prof.MinTLSVersion
 	if minName == "" {
 		if refuse {
-			return Resolved{}, warnings, &FieldError{Field: p + "custom.minTLSVersion", Problem: "is empty", Fix: "set it; under tlsAdherence " + string(AdherenceStrict) + " an empty minimum is refused rather than defaulted", Valid: ValidTLSVersions()}
+			return Resolved{}, warnings, fieldError(p+"custom.minTLSVersion", "", "is empty", "set it; under tlsAdherence "+string(AdherenceStrict)+" an empty minimum is refused rather than defaulted", ValidTLSVersions())
 		}
 		warn("%scustom.minTLSVersion is empty: using %s, the TLS library default; set it explicitly", p, VersionTLS12)
 		minName = VersionTLS12
@@ -168,7 +168,7 @@ func Resolve(spec Spec, adherence Adherence) (Resolved, []string, error) {
 	}
 	if len(unusable) > 0 {
 		if refuse {
-			return Resolved{}, warnings, &FieldError{Field: p + "custom.ciphers", Problem: "Go cannot use " + strings.Join(unusable, ", "), Fix: strictFix}
+			return Resolved{}, warnings, fieldError(p+"custom.ciphers", "", "Go cannot use "+strings.Join(unusable, ", "), strictFix, nil)
 		}
 		warn("%s profile: dropped ciphers Go cannot use: %s", t, strings.Join(unusable, ", "))
 	}
@@ -187,7 +187,7 @@ func Resolve(spec Spec, adherence Adherence) (Resolved, []string, error) {
 		if len(unusable) > 0 {
 			problem += " (dropped: " + strings.Join(unusable, ", ") + ")"
 		}
-		return Resolved{}, warnings, &FieldError{Field: field, Problem: problem, Fix: "add a cipher such as ECDHE-RSA-AES128-GCM-SHA256 or ECDHE-ECDSA-AES128-GCM-SHA256, or set minTLSVersion to VersionTLS13"}
+		return Resolved{}, warnings, fieldError(field, "", problem, "add a cipher such as ECDHE-RSA-AES128-GCM-SHA256 or ECDHE-ECDSA-AES128-GCM-SHA256, or set minTLSVersion to VersionTLS13", nil)
 	}
 	if minVersion < tls.VersionTLS12 && !slices.ContainsFunc(suites, func(s *tls.CipherSuite) bool { return slices.Contains(s.SupportedVersions, minVersion) }) {
 		warn("%s profile: minTLSVersion %s, but every remaining cipher needs TLS 1.2, so older clients cannot connect", t, minName)
@@ -210,12 +210,12 @@ func Resolve(spec Spec, adherence Adherence) (Resolved, []string, error) {
 	}
 	if len(unusableCurves) > 0 {
 		if refuse {
-			return Resolved{}, warnings, &FieldError{Field: p + "custom.curves", Problem: "Go cannot use " + strings.Join(unusableCurves, ", ") + " (unknown names)", Fix: strictFix, Valid: ValidCurves()}
+			return Resolved{}, warnings, fieldError(p+"custom.curves", "", "Go cannot use "+strings.Join(unusableCurves, ", ")+" (unknown names)", strictFix, ValidCurves())
 		}
 		warn("%s profile: dropped curves Go cannot use: %s (unknown names)", t, strings.Join(unusableCurves, ", "))
 	}
 	if len(prof.Curves) > 0 && len(curveIDs) == 0 {
-		return Resolved{}, warnings, &FieldError{Field: p + "custom.curves", Problem: "names no curve Go can use (" + strings.Join(unusableCurves, ", ") + ")", Fix: "name at least one valid curve, or remove curves to use the TLS library defaults", Valid: ValidCurves()}
+		return Resolved{}, warnings, fieldError(p+"custom.curves", "", "names no curve Go can use ("+strings.Join(unusableCurves, ", ")+")", "name at least one valid curve, or remove curves to use the TLS library defaults", ValidCurves())
 	}
 	if len(curveIDs) > 0 && minVersion < tls.VersionTLS13 && !slices.ContainsFunc(curveIDs, func(id tls.CurveID) bool { return !isTLS13OnlyCurve(id) }) &&
 		slices.ContainsFunc(suites, func(s *tls.CipherSuite) bool { return strings.HasPrefix(s.Name, "TLS_ECDHE_") }) {

@@ -2,6 +2,7 @@ package tlsprofile
 
 import (
 	"errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"slices"
 	"strings"
 	"testing"
@@ -187,7 +188,7 @@ func TestResolve(t *testing.T) {
 			name:     "a cluster profile's errors name the APIServer field",
 			spec:     Spec{Type: ProfileCustom, MinTLSVersion: VersionTLS12, Source: SourceCluster},
 			errField: "spec.tlsSecurityProfile.custom.ciphers",
-			errHas:   []string{"spec.tlsSecurityProfile.custom.ciphers: minTLSVersion VersionTLS12"},
+			errHas:   []string{"spec.tlsSecurityProfile.custom.ciphers: Invalid value: minTLSVersion VersionTLS12"},
 		},
 		{
 			name: "a cluster profile records its source",
@@ -214,9 +215,9 @@ func TestResolve(t *testing.T) {
 				}
 			}
 			if tt.errField != "" {
-				var fe *FieldError
+				var fe *field.Error
 				if !errors.As(err, &fe) {
-					t.Fatalf("err = %v, want a *FieldError at %s", err, tt.errField)
+					t.Fatalf("err = %v, want a *field.Error at %s", err, tt.errField)
 				}
 				if fe.Field != tt.errField {
 					t.Errorf("error field = %q, want %q (%v)", fe.Field, tt.errField, err)

@@ -81,7 +81,7 @@ func (v TLSVersion) ID() (uint16, bool) {
 func ParseTLSVersion(name string) (uint16, error) {
 	id, ok := TLSVersion(name).ID()
 	if !ok {
-		return 0, &FieldError{Value: name, Problem: "unknown TLS version", Valid: ValidTLSVersions()}
+		return 0, fieldError("", name, "unknown TLS version", "", ValidTLSVersions())
 	}
 	return id, nil
 }
@@ -171,7 +171,7 @@ func ValidateType(name string) error {
 	if name == "" || slices.Contains(ValidTypes(), name) {
 		return nil
 	}
-	return &FieldError{Value: name, Problem: "unknown profile type", Valid: ValidTypes()}
+	return fieldError("", name, "unknown profile type", "", ValidTypes())
 }
 
 // ValidateTLSVersion checks a minimum TLS version name.

@@ -4,54 +4,47 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// FieldError is a problem with one field of a profile: where it is, what is
-// wrong, and what to do. The provider maps Field to an attribute path.
-type FieldError struct {
-	// Field is the path of the field in our API ("type",
-	// "custom.ciphers[2]", "custom.minTLSVersion", "custom.curves"), prefixed
-	// with "spec.tlsSecurityProfile." when the profile came from the
-	// cluster's APIServer object. Empty from the single-value validators,
-	// whose caller knows the place.
-	Field string
-	// Value is the offending value, when there is one.
-	Value string
-	// Problem says what is wrong.
-	Problem string
-	// Fix says what to do, when Valid alone does not.
-	Fix string
-	// Valid lists the accepted names, when a list applies.
-	Valid []string
-}
-
-func (e *FieldError) Error() string {
+// fieldError is a problem with one field of a profile, as
+// k8s.io/apimachinery's validation reports them (a *field.Error), so the
+// provider maps every pattern's field paths to attributes the same way.
+// fld is the path of the field in our API ("type", "custom.ciphers[2]",
+// "custom.minTLSVersion", "custom.curves"), prefixed with
+// "spec.tlsSecurityProfile." when the profile came from the cluster's
+// APIServer object; empty from the single-value validators, whose caller
+// sets the place (at). The Detail says what is wrong (problem), the
+// offending value, what to do (fix) and the accepted names (valid).
+func fieldError(fld, value, problem, fix string, valid []string) *field.Error {
 	var b strings.Builder
-	if e.Field != "" {
-		b.WriteString(e.Field + ": ")
+	b.WriteString(problem)
+	if value != "" {
+		fmt.Fprintf(&b, " %q", value)
 	}
-	b.WriteString(e.Problem)
-	if e.Value != "" {
-		fmt.Fprintf(&b, " %q", e.Value)
+	if fix != "" {
+		b.WriteString("; " + fix)
 	}
-	if e.Fix != "" {
-		b.WriteString("; " + e.Fix)
+	if len(valid) > 0 {
+		b.WriteString("; use one of: " + strings.Join(valid, ", "))
 	}
-	if len(e.Valid) > 0 {
-		b.WriteString("; use one of: " + strings.Join(e.Valid, ", "))
+	typ := field.ErrorTypeInvalid
+	if len(valid) > 0 {
+		typ = field.ErrorTypeNotSupported
 	}
-	return b.String()
+	return &field.Error{Type: typ, Field: fld, BadValue: field.OmitValueType{}, Detail: b.String()}
 }
 
-// at returns err with its field set, when it is a *FieldError.
-func at(field string, err error) error {
-	var fe *FieldError
+// at returns err with its field set, when it is a *field.Error.
+func at(fld string, err error) error {
+	var fe *field.Error
 	if errors.As(err, &fe) {
 		c := *fe
-		c.Field = field
+		c.Field = fld
 		return &c
 	}
-	return fmt.Errorf("%s: %w", field, err)
+	return fmt.Errorf("%s: %w", fld, err)
 }
 
 // fieldPrefix is where a spec's fields live: our own API for a static
@@ -67,7 +60,7 @@ func fieldPrefix(s Source) string {
 // version, cipher or curve name, a duplicated curve, custom settings on a
 // predefined type, a Custom profile without minTLSVersion, and any profile
 // [Resolve] would refuse even under the lenient adherence. Every problem is a
-// *FieldError, joined with errors.Join. Names Go cannot use but that are
+// *field.Error, joined with errors.Join. Names Go cannot use but that are
 // real (DHE suites and the like) pass here; Resolve drops them with a
 // warning, or refuses them under strict adherence.
 func ValidateSpec(spec Spec) error {
@@ -78,12 +71,12 @@ func ValidateSpec(spec Spec) error {
 	}
 	if spec.effectiveType() != ProfileCustom {
 		if spec.hasCustom() {
-			errs = append(errs, &FieldError{Field: p + "custom", Problem: fmt.Sprintf("ciphers, minTLSVersion and curves are only used with type Custom, and type is %s", spec.effectiveType()), Fix: "remove them, or set type to Custom"})
+			errs = append(errs, fieldError(p+"custom", "", fmt.Sprintf("ciphers, minTLSVersion and curves are only used with type Custom, and type is %s", spec.effectiveType()), "remove them, or set type to Custom", nil))
 		}
 		return errors.Join(errs...)
 	}
 	if spec.MinTLSVersion == "" {
-		errs = append(errs, &FieldError{Field: p + "custom.minTLSVersion", Problem: "is required with type Custom", Valid: ValidTLSVersions()})
+		errs = append(errs, fieldError(p+"custom.minTLSVersion", "", "is required with type Custom", "", ValidTLSVersions()))
 	} else if err := ValidateTLSVersion(string(spec.MinTLSVersion)); err != nil {
 		errs = append(errs, at(p+"custom.minTLSVersion", err))
 	}
@@ -101,7 +94,7 @@ func ValidateSpec(spec Spec) error {
 		}
 		name, _ := CurveName(id)
 		if j, dup := seen[name]; dup {
-			errs = append(errs, &FieldError{Field: fmt.Sprintf("%scustom.curves[%d]", p, i), Value: c, Problem: "duplicate curve", Fix: fmt.Sprintf("curves[%d] already names %s; name each curve once", j, name)})
+			errs = append(errs, fieldError(fmt.Sprintf("%scustom.curves[%d]", p, i), c, "duplicate curve", fmt.Sprintf("curves[%d] already names %s; name each curve once", j, name), nil))
 			continue
 		}
 		seen[name] = i

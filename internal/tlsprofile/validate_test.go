@@ -3,6 +3,7 @@ package tlsprofile
 import (
 	"crypto/tls"
 	"errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"slices"
 	"strings"
 	"testing"
@@ -41,9 +42,9 @@ func TestSingleValueValidators(t *testing.T) {
 				}
 				return
 			}
-			var fe *FieldError
+			var fe *field.Error
 			if !errors.As(err, &fe) || !strings.Contains(err.Error(), tt.errHas) {
-				t.Fatalf("err = %v, want a *FieldError containing %q", err, tt.errHas)
+				t.Fatalf("err = %v, want a *field.Error containing %q", err, tt.errHas)
 			}
 			if fe.Field != "" {
 				t.Errorf("a single-value validator set Field %q; its caller knows the place", fe.Field)
@@ -56,7 +57,7 @@ func TestValidateSpec(t *testing.T) {
 	tests := []struct {
 		name   string
 		spec   Spec
-		fields []string // the *FieldError fields, in order; none: valid
+		fields []string // the *field.Error fields, in order; none: valid
 		errHas []string
 	}{
 		{name: "empty spec is Intermediate", spec: Spec{}},
@@ -69,7 +70,7 @@ func TestValidateSpec(t *testing.T) {
 			name:   "every bad name at once, each at its index",
 			spec:   Spec{Type: ProfileCustom, MinTLSVersion: "VersionTLS9", Ciphers: []string{"ECDHE-RSA-AES128-GCM-SHA256", "BOGUS"}, Curves: []string{"P-256", "X448", "secp256r1"}},
 			fields: []string{"custom.minTLSVersion", "custom.ciphers[1]", "custom.curves[1]", "custom.curves[2]"},
-			errHas: []string{`custom.curves[2]: duplicate curve "secp256r1"; curves[0] already names secp256r1`},
+			errHas: []string{`custom.curves[2]: Invalid value: duplicate curve "secp256r1"; curves[0] already names secp256r1`},
 		},
 		{name: "custom without a minimum", spec: Spec{Type: ProfileCustom, Ciphers: []string{"ECDHE-RSA-AES128-GCM-SHA256"}}, fields: []string{"custom.minTLSVersion"}, errHas: []string{"is required with type Custom"}},
 		{name: "valid names that cannot be honoured", spec: Spec{Type: ProfileCustom, MinTLSVersion: VersionTLS12, Ciphers: []string{"TLS_AES_128_GCM_SHA256"}}, fields: []string{"custom.ciphers"}, errHas: []string{"no TLS 1.0–1.2 cipher Go can use is left"}},
@@ -89,9 +90,9 @@ func TestValidateSpec(t *testing.T) {
 			}
 			var got []string
 			for _, e := range unjoin(err) {
-				var fe *FieldError
+				var fe *field.Error
 				if !errors.As(e, &fe) {
-					t.Fatalf("%v is not a *FieldError", e)
+					t.Fatalf("%v is not a *field.Error", e)
 				}
 				got = append(got, fe.Field)
 			}
@@ -115,9 +116,15 @@ func unjoin(err error) []error {
 }
 
 func TestFieldErrorMessage(t *testing.T) {
-	err := &FieldError{Field: "custom.curves[0]", Value: "X448", Problem: "unknown curve", Fix: "pick another", Valid: []string{"X25519", "secp256r1"}}
-	if got, want := err.Error(), `custom.curves[0]: unknown curve "X448"; pick another; use one of: X25519, secp256r1`; got != want {
-		t.Fatalf("Error() = %q, want %q", got, want)
+	err := fieldError("custom.curves[0]", "X448", "unknown curve", "pick another", []string{"X25519", "secp256r1"})
+	if got, want := err.Detail, `unknown curve "X448"; pick another; use one of: X25519, secp256r1`; got != want {
+		t.Errorf("Detail = %q, want %q", got, want)
+	}
+	if got, want := err.Error(), `custom.curves[0]: Unsupported value: unknown curve "X448"; pick another; use one of: X25519, secp256r1`; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+	if err := fieldError("type", "", "is missing", "", nil); err.Type != field.ErrorTypeInvalid || err.Error() != "type: Invalid value: is missing" {
+		t.Errorf("without valid names: %q (%s), want an Invalid value", err.Error(), err.Type)
 	}
 }
 
