@@ -236,10 +236,8 @@ func Apply(ctx context.Context, c apiregclient.APIServicesGetter, want *Desired,
 // name: gone (ErrGone), a field owned by another manager (ErrConflict), or
 // anything else.
 func applyError(kind, name, manager string, err error) error {
-	var status apierrors.APIStatus
 	switch {
-	case apierrors.IsNotFound(err), apierrors.IsConflict(err) && errors.As(err, &status) && uidPreconditionFailed(status),
-		apierrors.IsInvalid(err) && errors.As(err, &status) && uidRejected(status):
+	case kube.Replaced(err):
 		// The object we read is gone; the UID precondition kept the write
 		// from re-creating it (NotFound, Conflict) or rewriting its
 		// successor (Invalid metadata.uid).
@@ -248,23 +246,6 @@ func applyError(kind, name, manager string, err error) error {
 		return fmt.Errorf("%w on %s %q: %w; set force_conflicts = true to take ownership, or stop the other writer", ErrConflict, kind, name, err)
 	}
 	return fmt.Errorf("server-side apply of %s %q as %q: %w", kind, name, manager, err)
-}
-
-// uidPreconditionFailed tells a failed UID precondition (the object was
-// replaced) from a field-ownership conflict: the former carries no
-// causes, the latter one per conflicting field.
-func uidPreconditionFailed(status apierrors.APIStatus) bool {
-	s := status.Status()
-	return s.Details == nil || len(s.Details.Causes) == 0 ||
-		!slices.ContainsFunc(s.Details.Causes, func(c metav1.StatusCause) bool { return c.Type == metav1.CauseTypeFieldManagerConflict })
-}
-
-// uidRejected tells an apply refused because metadata.uid names an
-// object that was replaced (the UID is immutable) from other validation
-// errors.
-func uidRejected(status apierrors.APIStatus) bool {
-	s := status.Status()
-	return s.Details != nil && slices.ContainsFunc(s.Details.Causes, func(c metav1.StatusCause) bool { return c.Field == "metadata.uid" })
 }
 
 func dryRun(on bool) []string {

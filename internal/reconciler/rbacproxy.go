@@ -2,7 +2,6 @@ package reconciler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,13 +9,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/controller"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/rbacproxy"
 )
 
@@ -193,7 +192,7 @@ func (p *rbacProxyPattern) Apply(ctx context.Context, obs rbacProxyObs, want rba
 		return controller.Change{}, err
 	}
 	if err := rbacproxy.PatchWorkload(ctx, p.apps, t, patch, p.fieldManager); err != nil {
-		if replaced(err) {
+		if kube.Replaced(err) {
 			return controller.Change{}, fmt.Errorf("%w: %s was deleted while being updated: %w", controller.ErrGone, t, err)
 		}
 		return controller.Change{}, err
@@ -209,7 +208,7 @@ func (p *rbacProxyPattern) Apply(ctx context.Context, obs rbacProxyObs, want rba
 	default:
 		return controller.Change{}, fmt.Errorf("rbac proxy for %s: no apply configuration for kind %q", t, t.Kind)
 	}
-	if replaced(err) {
+	if kube.Replaced(err) {
 		return controller.Change{}, fmt.Errorf("%w: %s was deleted while being updated: %w", controller.ErrGone, t, err)
 	}
 	if err != nil {
@@ -245,30 +244,6 @@ func workloadTemplate(obj any) (types.UID, *corev1.PodTemplateSpec, bool) {
 		return w.UID, &w.Spec.Template, true
 	}
 	return "", nil, false
-}
-
-// replaced tells a write refused because the workload read is gone: not
-// found, a failed UID precondition (Conflict without field-manager
-// causes: the apply forces, so it has none), or metadata.uid rejected.
-func replaced(err error) bool {
-	if apierrors.IsNotFound(err) {
-		return true
-	}
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) {
-		return false
-	}
-	var causes []metav1.StatusCause
-	if d := status.Status().Details; d != nil {
-		causes = d.Causes
-	}
-	switch {
-	case apierrors.IsConflict(err):
-		return !slices.ContainsFunc(causes, func(c metav1.StatusCause) bool { return c.Type == metav1.CauseTypeFieldManagerConflict })
-	case apierrors.IsInvalid(err):
-		return slices.ContainsFunc(causes, func(c metav1.StatusCause) bool { return c.Field == "metadata.uid" })
-	}
-	return false
 }
 
 // maxNote keeps an Event's note under the 1 kB events.k8s.io allows.
