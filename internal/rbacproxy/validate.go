@@ -18,6 +18,8 @@ import (
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/ciphers"
 )
 
 // fieldErrors collects the problems of a Config, each at its field as
@@ -318,42 +320,23 @@ func (c Config) validateTLS(es *fieldErrors) {
 	if !slices.Contains(tlsVersions(), t.MinVersion) {
 		es.add(field.NewPath("tls", "minVersion"), "%q is not a TLS version kube-rbac-proxy knows: use one of %s", t.MinVersion, quoteAll(tlsVersions()))
 	}
-	known := knownCipherSuites()
+	cat := ciphers.NewCatalog()
 	tls12 := 0
 	for i, name := range t.CipherSuites {
 		fld := field.NewPath("tls", "cipherSuites").Index(i)
-		id, ok := known[name]
+		suite, ok := cat.Go(name)
 		switch {
 		case !ok:
-			es.add(fld, "%q is not a cipher suite Go implements: use IANA names, as a TLS profile resolves them (e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256); valid: %s", name, strings.Join(sortedKeys(known), ", "))
+			es.add(fld, "%q is not a cipher suite Go implements: use IANA names, as a TLS profile resolves them (e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256); valid: %s", name, strings.Join(cat.GoNames(), ", "))
 		case slices.Index(t.CipherSuites, name) < i:
 			es.add(fld, "%q is listed twice: remove one", name)
-		case !isTLS13Suite(id):
+		case !ciphers.TLS13Only(suite):
 			tls12++
 		}
 	}
 	if len(t.CipherSuites) > 0 && tls12 == 0 && t.MinVersion != "VersionTLS13" && slices.Contains(tlsVersions(), t.MinVersion) {
 		es.add(field.NewPath("tls", "cipherSuites"), "names no suite for TLS 1.2 and below (Go always enables the TLS 1.3 suites and cannot configure them), so older clients could not connect: add TLS 1.2 suites, or set tls.minVersion to VersionTLS13")
 	}
-}
-
-// knownCipherSuites are the names kube-rbac-proxy's --tls-cipher-suites
-// accepts: every suite crypto/tls implements.
-func knownCipherSuites() map[string]uint16 {
-	out := map[string]uint16{}
-	for _, s := range append(tls.CipherSuites(), tls.InsecureCipherSuites()...) {
-		out[s.Name] = s.ID
-	}
-	return out
-}
-
-func isTLS13Suite(id uint16) bool {
-	for _, s := range append(tls.CipherSuites(), tls.InsecureCipherSuites()...) {
-		if s.ID == id {
-			return len(s.SupportedVersions) == 1 && s.SupportedVersions[0] == tls.VersionTLS13
-		}
-	}
-	return false
 }
 
 func validateSelector(es *fieldErrors, p *field.Path, sel *metav1.LabelSelector) {
@@ -382,18 +365,18 @@ func (c Config) Warnings() field.ErrorList {
 		ws.add(field.NewPath("insecureListen"), "serves plain HTTP: --insecure-listen-address is deprecated upstream and will be removed; bearer tokens cross the network in clear text; identity headers (x-remote-user and the like) can be forged on ignored paths, which skip authentication; there is no health endpoint, so probes fall back to a TCP check. Prefer HTTPS (tls.secretName, or the self-signed default)")
 	}
 	if !c.InsecureListen {
-		known := knownCipherSuites()
+		cat := ciphers.NewCatalog()
 		insecure := map[string]bool{}
 		for _, s := range tls.InsecureCipherSuites() {
 			insecure[s.Name] = true
 		}
 		for i, name := range c.TLS.CipherSuites {
 			fld := field.NewPath("tls", "cipherSuites").Index(i)
-			id, ok := known[name]
+			suite, ok := cat.Go(name)
 			switch {
 			case insecure[name]:
 				ws.add(fld, "%q has known weaknesses (crypto/tls lists it as insecure): drop it unless old clients need it", name)
-			case ok && isTLS13Suite(id):
+			case ok && ciphers.TLS13Only(suite):
 				ws.add(fld, "%q is a TLS 1.3 suite: Go always enables those and ignores them in this list; it can be dropped", name)
 			}
 		}

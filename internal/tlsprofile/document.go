@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"slices"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/ciphers"
 )
 
 // Names shared by the Terraform resource, the reconciler and consumers.
@@ -152,11 +154,11 @@ func (d Document) TLSConfig() (*tls.Config, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: %w", DocumentKey, fieldError("minTLSVersion", string(d.MinTLSVersion), "unknown TLS version", "", ValidTLSVersions()))
 	}
-	cat := newCipherCatalog()
+	cat := ciphers.NewCatalog()
 	var suites []uint16
 	for i, name := range d.CipherSuites {
-		s, ok := cat.goByIANA[name]
-		if !ok || isTLS13Only(s) {
+		s, ok := cat.Go(name)
+		if !ok || ciphers.TLS13Only(s) {
 			return nil, fmt.Errorf("%s: %w", DocumentKey, fieldError(fmt.Sprintf("cipherSuites[%d]", i), name, "is not a TLS 1.0–1.2 suite Go crypto/tls implements", "regenerate the document with tlsprofile.Resolve", nil))
 		}
 		suites = append(suites, s.ID)

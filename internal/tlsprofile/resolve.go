@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/ciphers"
 )
 
 // Spec is what a user or the cluster asks for. Type defaults to
@@ -138,7 +140,7 @@ func Resolve(spec Spec, adherence Adherence) (Resolved, []string, error) {
 	}
 
 	// Ciphers.
-	cat := newCipherCatalog()
+	cat := ciphers.NewCatalog()
 	var (
 		suites         []*tls.CipherSuite
 		unusable       []string
@@ -146,23 +148,23 @@ func Resolve(spec Spec, adherence Adherence) (Resolved, []string, error) {
 		tls13          []string
 	)
 	for _, name := range prof.Ciphers {
-		c := cat.lookup(name)
-		switch c.kind {
-		case cipherUnknown:
+		c := cat.Lookup(name)
+		switch c.Kind {
+		case ciphers.Unknown:
 			unusable = append(unusable, fmt.Sprintf("%s (unknown name)", name))
-		case cipherNotInGo:
-			unusable = append(unusable, fmt.Sprintf("%s (%s: not implemented by Go crypto/tls)", name, c.iana))
-		case cipherTLS13:
-			if !slices.Contains(tls13, c.iana) {
-				tls13 = append(tls13, c.iana)
+		case ciphers.NotInGo:
+			unusable = append(unusable, fmt.Sprintf("%s (%s: not implemented by Go crypto/tls)", name, c.IANA))
+		case ciphers.TLS13:
+			if !slices.Contains(tls13, c.IANA) {
+				tls13 = append(tls13, c.IANA)
 			}
-		case cipherUsable:
+		case ciphers.Usable:
 			if minVersion >= tls.VersionTLS13 {
 				belowTLS13Only = append(belowTLS13Only, name)
 				continue
 			}
-			if !slices.ContainsFunc(suites, func(s *tls.CipherSuite) bool { return s.ID == c.suite.ID }) {
-				suites = append(suites, c.suite)
+			if !slices.ContainsFunc(suites, func(s *tls.CipherSuite) bool { return s.ID == c.Suite.ID }) {
+				suites = append(suites, c.Suite)
 			}
 		}
 	}

@@ -128,45 +128,6 @@ func TestFieldErrorMessage(t *testing.T) {
 	}
 }
 
-// Every name the validators list is one Resolve understands, and the table
-// agrees with the Go toolchain: when a Go release adds or drops a suite,
-// this test says which names changed meaning.
-func TestCipherTableAgainstGo(t *testing.T) {
-	cat := newCipherCatalog()
-	notInGo := []string{
-		"TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA384",
-		"TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384",
-		"TLS_RSA_WITH_AES_256_CBC_SHA256",
-		"TLS_DHE_RSA_WITH_AES_128_GCM_SHA256",
-		"TLS_DHE_RSA_WITH_AES_256_GCM_SHA384",
-		"TLS_DHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
-		"TLS_DHE_RSA_WITH_AES_128_CBC_SHA256",
-		"TLS_DHE_RSA_WITH_AES_256_CBC_SHA256",
-	}
-	for _, name := range ValidCiphers() {
-		c := cat.lookup(name)
-		switch {
-		case c.kind == cipherUnknown:
-			t.Errorf("%s is listed as valid but unknown to Resolve", name)
-		case c.kind == cipherNotInGo && !slices.Contains(notInGo, c.iana):
-			t.Errorf("%s (%s): Go no longer implements it", name, c.iana)
-		case c.kind != cipherNotInGo && slices.Contains(notInGo, c.iana):
-			t.Errorf("%s (%s): Go implements it now; update notInGo and the docs", name, c.iana)
-		case c.kind == cipherTLS13 && !strings.HasPrefix(c.iana, "TLS_") || c.kind == cipherUsable && c.suite.Name != c.iana:
-			t.Errorf("%s: IANA name %s, Go name %v", name, c.iana, c.suite)
-		}
-	}
-	// Every secure Go suite has a name in the table.
-	for _, s := range tls.CipherSuites() {
-		if cat.lookup(s.Name).kind == cipherUnknown {
-			t.Errorf("Go suite %s has no entry in the table", s.Name)
-		}
-	}
-	if len(cipherNames()) != 30 {
-		t.Errorf("%d OpenSSL names, want 30", len(cipherNames()))
-	}
-}
-
 func TestCurveNames(t *testing.T) {
 	tests := []struct {
 		names []string
