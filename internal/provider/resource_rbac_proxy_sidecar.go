@@ -527,23 +527,24 @@ func (r *rbacProxyResource) write(ctx context.Context, plan, prior *rbacProxyMod
 	}
 	c, err = rbacproxy.Ensure(ctx, cs, c, opts)
 	var failed *rbacproxy.StepError
-	if err != nil && !errors.As(err, &failed) {
-		diags.AddError("Cannot protect "+c.Target.String(), err.Error())
-		return false
-	}
-	if failed != nil && !failed.Written() {
+	if err != nil {
+		if !errors.As(err, &failed) {
+			failed = &rbacproxy.StepError{Step: rbacproxy.StepRead, Err: err}
+		}
 		r.addEnsureError(diags, c.Target, failed)
-		return false
+		if !failed.Written() {
+			return false
+		}
 	}
 	plan.ID = types.StringValue(c.Target.String())
 	plan.ServiceAccountName = types.StringValue(c.ServiceAccountName)
 	plan.setRendered(c, true)
-	plan.ObjectsInSync = types.BoolValue(failed == nil || failed.Step != rbacproxy.StepApply)
-	if err != nil {
-		r.addEnsureError(diags, c.Target, failed)
-		if failed.Step == rbacproxy.StepApply {
-			return true
-		}
+	// Applied only in part: the state records it out of sync, so the next
+	// plan shows the apply that completes it.
+	appliedInPart := failed != nil && failed.Step == rbacproxy.StepApply
+	plan.ObjectsInSync = types.BoolValue(!appliedInPart)
+	if appliedInPart {
+		return true
 	}
 	if plan.WaitForRollout.ValueBool() {
 		r.waitForRollout(ctx, cs, c.Target, timeout, diags)
