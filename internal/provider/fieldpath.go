@@ -132,22 +132,20 @@ func (f fieldAttributes) message(e *field.Error) string {
 
 // addErrors adds each field error in err at its attribute, except those
 // whose field skip reports (values not known yet: judged once they are);
-// an err without field errors is added as it is. It reports whether err
-// held field errors.
-func (f fieldAttributes) addErrors(diags *diag.Diagnostics, summary string, err error, skip func(fieldPath string) bool) bool {
+// an err without field errors is added as it is.
+func (f fieldAttributes) addErrors(diags *diag.Diagnostics, summary string, err error, skip func(fieldPath string) bool) {
 	es := fieldErrorsOf(err)
 	if len(es) == 0 {
 		if err != nil {
 			diags.AddError(summary, err.Error())
 		}
-		return false
+		return
 	}
 	for _, e := range es {
 		if skip == nil || !skip(e.Field) {
 			diags.AddAttributeError(f.path(e.Field), summary, f.message(e))
 		}
 	}
-	return true
 }
 
 // addWarnings adds each field error of ws as a warning at its attribute,
