@@ -161,38 +161,24 @@ func (f fieldAttributes) addWarnings(diags *diag.Diagnostics, ws field.ErrorList
 // fieldErrorsOf collects the field errors in err: one *field.Error, a
 // field.ErrorList's ToAggregate(), or errors.Join of them, wrapped or not.
 func fieldErrorsOf(err error) field.ErrorList {
-	if err == nil {
-		return nil
-	}
-	var fe *field.Error
-	var agg utilerrors.Aggregate
+	var (
+		agg  utilerrors.Aggregate
+		join interface{ Unwrap() []error }
+		fe   *field.Error
+		out  field.ErrorList
+	)
 	switch {
 	case errors.As(err, &agg):
-		var out field.ErrorList
 		for _, e := range agg.Errors() {
 			out = append(out, fieldErrorsOf(e)...)
 		}
-		return out
-	case errors.As(err, &fe):
-		// errors.As finds the first; a join may hold more.
-	default:
-		return nil
-	}
-	var out field.ErrorList
-	var walk func(error)
-	walk = func(err error) {
-		switch u := err.(type) {
-		case *field.Error:
-			out = append(out, u)
-		case interface{ Unwrap() []error }:
-			for _, e := range u.Unwrap() {
-				walk(e)
-			}
-		case interface{ Unwrap() error }:
-			walk(u.Unwrap())
+	case errors.As(err, &join):
+		for _, e := range join.Unwrap() {
+			out = append(out, fieldErrorsOf(e)...)
 		}
+	case errors.As(err, &fe):
+		out = field.ErrorList{fe}
 	}
-	walk(err)
 	return out
 }
 

@@ -2,13 +2,13 @@ package tlsprofile
 
 import (
 	"errors"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 )
 

@@ -2,10 +2,11 @@ package tlsprofile
 
 import (
 	"errors"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"slices"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 func TestResolve(t *testing.T) {

@@ -3,10 +3,11 @@ package tlsprofile
 import (
 	"crypto/tls"
 	"errors"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"slices"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 func TestSingleValueValidators(t *testing.T) {
