@@ -91,8 +91,10 @@ func (p *kmshealthProvider) Schema(_ context.Context, _ provider.SchemaRequest, 
 	noEffect := " Accepted so that a `hashicorp/kubernetes` provider block can be copied over; it has no effect here: " +
 		"every kmshealth resource owns only its own fields by server-side apply, so other annotations and labels never show as drift."
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "Hardens a Kubernetes control plane: APIService caBundles that cannot drift, " +
-			"and the in-cluster parts that keep them true between applies. The connection settings are " +
+		MarkdownDescription: "Hardens a Kubernetes control plane: APIService and webhook caBundles that cannot drift, " +
+			"TLS security profiles handed to workloads without API calls at startup, kube-rbac-proxy in front of workloads' HTTP APIs, " +
+			"and KMS v2 encryption plugin health on every control-plane node, read back to gate a key rotation at plan time; " +
+			"with the in-cluster reconciler that keeps them true between applies. The connection settings are " +
 			"those of the `hashicorp/kubernetes` provider (same names, same `KUBE_*` environment variables), " +
 			"so a provider block can be copied over. Nothing connects until a resource needs the cluster. " +
 			"With nothing configured, Terraform running in a pod uses the pod's ServiceAccount, as `hashicorp/kubernetes` does; " +
