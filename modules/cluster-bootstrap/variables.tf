@@ -137,7 +137,7 @@ variable "reporter" {
   description = <<-EOT
     The KMS v2 plugin health reporter: a DaemonSet on every control-plane node that probes each local plugin socket and writes one condition per node on the `KMSHealth` object `cluster` (by default also installing its CRD). Default `null`, not installed: it runs as root with a hostPath volume on the control-plane nodes, which only a cluster whose API server encrypts with KMS v2 plugins needs. `{}` installs it with the defaults below, and `kms_health` then reads its reports back.
 
-    - `namespace` (default `kube-system`) must allow hostPath volumes (Pod Security `privileged`).
+    - `namespace` (default `kube-system`, where hostPath volumes are allowed; the resource has no default) must allow hostPath volumes (Pod Security `privileged`).
     - `kms_sockets`: the plugin endpoints of the API server's EncryptionConfiguration, each `unix:///var/run/kmsplugin/kms-<keyID>.sock`; or `socket_dir`, a node directory whose `kms-<keyID>.sock` are listed on every probe. Neither: every socket in `/var/run/kmsplugin`.
     - `probe_interval` (Go duration, at least 5s, default 30s): a report older than 4 times it is stale, so set `kms_health.max_staleness` to 4 times it.
     - `target`: another object the reports go to (`<group>/<version>/<resource>/<name>`, e.g. an OpenShift operator CR; then `install_crd = false`).
