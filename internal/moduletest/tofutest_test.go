@@ -17,7 +17,10 @@ import (
 // real API server: bad inputs fail at plan naming the input, every pattern
 // applies and its outputs are what a caller needs (kube-rbac-proxy in front
 // of the web Deployment included), a profile change rolls and reaches the
-// proxy's listener, every pattern turns off. `tofu test` destroys what it applied; this test
+// proxy's listener, every pattern turns off; and one run per trap: the
+// reporter turned off alone plans, the KMS health is read at plan time
+// while the reporter is upgraded, the defaults install only what was asked
+// for, and a first install plans before the KMSHealth object exists. `tofu test` destroys what it applied; this test
 // then checks that nothing of ours is left. It needs OpenTofu whichever CLI
 // TF_ACC_TERRAFORM_PATH names, so it runs (twice) under both passes of
 // make acc.

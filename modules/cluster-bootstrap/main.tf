@@ -139,8 +139,9 @@ resource "kmshealth_reporter" "this" {
 }
 
 # The reporter's target, known at plan once the reporter exists: its output
-# is unknown only while the reporter is created (or replaced by one with
-# another target), which is when the target object does not exist yet.
+# is unknown only in the plan that creates the reporter (or replaces it
+# with another target, or turns kms_health on), which is when the target
+# object may not exist yet.
 # Updating the reporter in place (a new image on every provider upgrade)
 # changes nothing here.
 resource "terraform_data" "kms_target" {

@@ -189,7 +189,7 @@ variable "kms_health" {
   description = <<-EOT
     How the module reads KMS v2 plugin health back (the `rotation_ready`, `kms_problems` and `kms_nodes` outputs): from the target of the reporter this call installs (`reporter.target`, else the `KMSHealth` object `cluster`), or, with `reporter = null`, from the object `target` names here (reporters installed elsewhere). With `reporter = null` and no `target`, or with `kms_health = null`, nothing is read and `rotation_ready` is `false`: turning the reporter off is one input.
 
-    The read happens at plan time (the gate a key rotation's precondition checks fails the plan, not the apply), also when the reporter is updated, e.g. to the new image of a provider upgrade; only while this call creates the reporter (its target object does not exist yet) is it deferred to the apply.
+    The read happens at plan time (the gate a key rotation's precondition checks fails the plan, not the apply), also when the reporter is updated, e.g. to the new image of a provider upgrade; only in the plan that creates the reporter (its target object does not exist yet), changes its `target`, or turns `kms_health` on is it deferred to the apply.
 
     - `max_staleness` (Go duration, default 2m = 4 times the reporter's default 30s interval): an older report makes its node stale; the reconciler's rollup uses the same value.
     - `expected_nodes`: the control-plane nodes that must report; null accepts every node that has reported, so a node whose reporter never started goes unnoticed. List them for a key-rotation gate.
