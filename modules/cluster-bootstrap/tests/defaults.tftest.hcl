@@ -45,3 +45,24 @@ run "reporter_first_install" {
     error_message = "unset timeouts should reach the resources as null, got ${jsonencode(kmshealth_reporter.this[0].timeouts)} and ${jsonencode(kmshealth_reconciler.this[0].timeouts)}"
   }
 }
+
+# The one default that differs from its resource's, on purpose and said so
+# in the variable's description: giving network_policy asks for the policy
+# (the resource's enabled defaults to false).
+run "network_policy_given_is_enabled" {
+  command = plan
+  variables {
+    rbac_proxy_sidecars = [{
+      kind           = "Deployment"
+      namespace      = var.namespace
+      name           = var.web_deployment
+      upstream_port  = 8080
+      network_policy = { from_pod_selector = { match_labels = { app = "prometheus" } } }
+    }]
+  }
+
+  assert {
+    condition     = kmshealth_rbac_proxy_sidecar.this["Deployment/${var.namespace}/${var.web_deployment}"].network_policy.enabled == true
+    error_message = "network_policy given without enabled: want the NetworkPolicy (enabled = true)"
+  }
+}
