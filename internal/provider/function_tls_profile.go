@@ -117,12 +117,13 @@ func (f *tlsProfileFunction) Run(ctx context.Context, req function.RunRequest, r
 	}
 	result, err := resolveTLSProfile(spec)
 	if err != nil {
-		arg := int64(1)
+		// Terraform names the argument; the message need not repeat it.
+		arg, msg := int64(1), err.Error()
 		var fe *tlsprofile.FieldError
 		if errors.As(err, &fe) && fe.Field == "type" {
-			arg = 0
+			arg, msg = 0, strings.TrimPrefix(msg, "type: ")
 		}
-		resp.Error = function.NewArgumentFuncError(arg, err.Error())
+		resp.Error = function.NewArgumentFuncError(arg, msg)
 		return
 	}
 	resp.Error = resp.Result.Set(ctx, result)

@@ -302,7 +302,7 @@ func TestAccFunction_tlsProfileBadInput(t *testing.T) {
 		TerraformVersionChecks:   functionVersionChecks,
 		ProtoV6ProviderFactories: protoV6,
 		Steps: []resource.TestStep{
-			step("Strict", "", literalRE(`Invalid value for "type" parameter: type: unknown profile type "Strict"`, "use one of: Old, Intermediate, Modern, Custom")),
+			step("Strict", "", literalRE(`Invalid value for "type" parameter: unknown profile type "Strict"`, "use one of: Old, Intermediate, Modern, Custom")),
 			step("", "", literalRE("type is empty; use one of: Old, Intermediate, Modern, Custom")),
 			step("Intermediate", `, { min_tls_version = "VersionTLS13" }`, literalRE(`Invalid value for "custom" parameter`, "only used with type Custom", "set type to Custom")),
 			step("Custom", `, { min_tls_version = "VersionTLS12", curve = ["X25519"] }`, literalRE(`Invalid value for "custom" parameter: unknown attribute "curve"; use min_tls_version, ciphers, curves`)),
