@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/function"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
@@ -35,7 +36,10 @@ import (
 // TypeName is the provider's type name, the prefix of every resource.
 const TypeName = "kmshealth"
 
-var _ provider.ProviderWithConfigValidators = (*kmshealthProvider)(nil)
+var (
+	_ provider.ProviderWithConfigValidators = (*kmshealthProvider)(nil)
+	_ provider.ProviderWithFunctions        = (*kmshealthProvider)(nil)
+)
 
 type kmshealthProvider struct {
 	version string
@@ -310,6 +314,12 @@ func (p *kmshealthProvider) Resources(context.Context) []func() resource.Resourc
 
 func (p *kmshealthProvider) DataSources(context.Context) []func() datasource.DataSource {
 	return []func() datasource.DataSource{NewKMSPluginHealthDataSource}
+}
+
+// Functions are the provider functions: plan-time answers that need no
+// cluster (Terraform 1.8 and later, OpenTofu 1.7 and later).
+func (p *kmshealthProvider) Functions(context.Context) []func() function.Function {
+	return []func() function.Function{NewCertificatesFunction, NewTLSProfileFunction, NewKMSKeyIDHashFunction, NewCABundleFunction}
 }
 
 // Clients is the provider data handed to resources: Kubernetes clients
