@@ -182,6 +182,25 @@ func fieldErrorsOf(err error) field.ErrorList {
 	return out
 }
 
+// fieldErrorText is err as a user reads it where there is no attribute
+// to attach it to (a function argument): each field error as
+// "<field>: <detail>", the field in the pattern's own names, joined by
+// "; "; an err without field errors as it is.
+func fieldErrorText(err error) string {
+	es := fieldErrorsOf(err)
+	if len(es) == 0 {
+		return err.Error()
+	}
+	msgs := make([]string, len(es))
+	for i, e := range es {
+		msgs[i] = e.Field + ": " + e.Detail
+		if e.Field == "" {
+			msgs[i] = e.Detail
+		}
+	}
+	return strings.Join(msgs, "; ")
+}
+
 // snakeCase is a Go/JSON name in Terraform's spelling: byHTTPHeader →
 // by_http_header, minTLSVersion → min_tls_version.
 func snakeCase(s string) string {

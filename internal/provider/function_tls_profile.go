@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/function"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
 )
@@ -119,7 +120,7 @@ func (f *tlsProfileFunction) Run(ctx context.Context, req function.RunRequest, r
 	if err != nil {
 		// Terraform names the argument; the message need not repeat it.
 		arg, msg := int64(1), err.Error()
-		var fe *tlsprofile.FieldError
+		var fe *field.Error
 		if errors.As(err, &fe) && fe.Field == "type" {
 			arg, msg = 0, strings.TrimPrefix(msg, "type: ")
 		}
@@ -247,9 +248,9 @@ func nonNilStrings(s []string) []string {
 
 // functionFieldError names tlsprofile's fields as the function's custom
 // argument spells them (min_tls_version, not minTLSVersion), keeping the
-// *FieldError (or the joined ones) reachable.
+// *field.Error (or the joined ones) reachable.
 func functionFieldError(err error) error {
-	msg := strings.ReplaceAll(err.Error(), "minTLSVersion", customMinTLSVersion)
+	msg := strings.ReplaceAll(fieldErrorText(err), "minTLSVersion", customMinTLSVersion)
 	msg = strings.ReplaceAll(msg, "\n", "; ")
 	return &renamedError{msg: msg, err: err}
 }
