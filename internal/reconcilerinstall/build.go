@@ -88,14 +88,13 @@ func (c Config) subject() *rbacv1ac.SubjectApplyConfiguration {
 	return rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(c.ServiceAccountName()).WithNamespace(c.Namespace)
 }
 
-// BuildClusterRole grants what the controllers need cluster-wide: the
-// caBundle controller's APIServices, exactly those kept (each watched by
-// name, then patched by server-side apply); the KMS aggregator's Node
-// metadata (list/watch), the KMSHealth CRD and the one KMSHealth object
-// "cluster" (read and watched by name, status patched); TokenReviews and
-// SubjectAccessReviews, to authenticate and authorize /metrics callers.
+// BuildClusterRole grants what the controllers need cluster-wide:
+// TokenReviews and SubjectAccessReviews, to authenticate and authorize
+// /metrics callers, then each pattern's ClusterRules in Patterns order,
+// each naming its objects (the APIServices, webhook configurations and
+// CRDs kept, the KMS target, …; only Nodes, as metadata, are listed whole).
 // Nothing about Secrets or ConfigMaps: those are granted per object by the
-// sources Roles and the leader-election Role.
+// patterns' Roles and the leader-election Role.
 func BuildClusterRole(c Config) *rbacv1ac.ClusterRoleApplyConfiguration {
 	// Every installation authenticates and authorizes /metrics callers;
 	// the rest is the patterns'.
@@ -163,12 +162,11 @@ func BuildEventsRoleBinding(c Config) *rbacv1ac.RoleBindingApplyConfiguration {
 	return c.roleBinding(c.EventsRoleName(), EventsNamespace, ComponentEvents)
 }
 
-// BuildRecord is the reconciler's record of what it keeps: one entry per
-// APIService, with its source (the reconciler watches it, so a new entry
-// needs no restart; an installer that rewrites an APIService cannot drop
-// it), and one per TLS profile ConfigMap with its rollout targets (read
-// back for import and drift; the reconciler learns the targets from the
-// profile ConfigMap itself).
+// BuildRecord is the reconciler's record of what it keeps: each pattern's
+// entries (Pattern.Record), under its own key prefix. The caBundle
+// controllers watch it (a new entry needs no restart; an installer that
+// rewrites an APIService or webhook configuration cannot drop it); the TLS
+// profile and rbac proxy entries are read back for import and drift.
 func BuildRecord(c Config) *corev1ac.ConfigMapApplyConfiguration {
 	ac := corev1ac.ConfigMap(c.RecordName(), c.Namespace).WithLabels(c.Labels(ComponentRecord))
 	if data := patternRecord(c); len(data) > 0 { // an empty map would not round-trip

@@ -17,6 +17,13 @@ import (
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconciler"
 )
 
+// ComponentSources labels the sources Roles, named
+// kmshealth-reconciler-<name>-sources.
+const (
+	ComponentSources  = "ca-bundle-sources"
+	sourcesRoleSuffix = "-sources"
+)
+
 // caBundlePattern is pattern 1 for APIServices (Config.CABundles,
 // kmshealth_reconciler.ca_bundles): the record names each APIService and
 // its source (the controller's input), the ClusterRole the APIServices,

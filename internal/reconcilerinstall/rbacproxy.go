@@ -18,6 +18,13 @@ import (
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconciler"
 )
 
+// ComponentRBACProxies labels the rbac proxies Roles, named
+// kmshealth-reconciler-<name>-rbac-proxies.
+const (
+	ComponentRBACProxies  = "rbac-proxies"
+	rbacProxiesRoleSuffix = "-rbac-proxies"
+)
+
 // rbacProxyPattern is pattern 3 (Config.RBACProxies,
 // kmshealth_reconciler.rbac_proxy_sidecars): --rbac-proxy-configmaps, a
 // Role per namespace naming the config ConfigMaps and protected

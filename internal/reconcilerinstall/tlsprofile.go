@@ -19,6 +19,13 @@ import (
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
 )
 
+// ComponentTLSProfiles labels the TLS profiles Roles, named
+// kmshealth-reconciler-<name>-tls-profiles.
+const (
+	ComponentTLSProfiles  = "tls-profiles"
+	tlsProfilesRoleSuffix = "-tls-profiles"
+)
+
 // tlsProfilePattern is pattern 2 (Config.TLSProfiles,
 // kmshealth_reconciler.tls_profiles): --tls-profile-configmaps, a Role
 // per namespace naming the profile ConfigMaps and rollout targets, read
