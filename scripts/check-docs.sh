@@ -6,11 +6,13 @@
 # module READMEs differ.
 # The schema comes from `terraform providers schema -json` run against a
 # freshly built provider through dev_overrides: no registry, no download.
+# The newest Terraform gives it: 1.5.7's schema has no provider functions
+# (they came with 1.8), so docs/functions/ would be missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tfplugindocs=$(bash tools/install.sh tfplugindocs)
 terraform_docs=$(bash tools/install.sh terraform-docs)
-terraform=$(bash tools/install.sh terraform)
+terraform=$(bash tools/install.sh terraform-latest)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/bin/terraform-provider-kmshealth" .

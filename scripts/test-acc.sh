@@ -53,14 +53,25 @@ set +e
 # Only the packages that have acceptance tests: every other package's
 # TestMain would start an API server for nothing.
 mapfile -t pkgs < <(grep -rl --include='*_test.go' '^func TestAcc' . | xargs -n1 dirname | sort -u)
-go test "${pkgs[@]}" -run '^TestAcc' -count=1 -v -timeout 40m >"$tmp/log" 2>&1
+# Provider functions (TestAccFunction_*) need Terraform 1.8 or later
+# (OpenTofu 1.7): Terraform 1.5.7 cannot even parse a provider::kmshealth::
+# call. They run under terraform-latest and tofu, and are left out of the
+# 1.5.7 pass by name here, not skipped inside the tests, so a SKIP line
+# still fails every pass (their version check fails, never skips, on an
+# older CLI).
+skip=() note=""
+if [ "$cli" = terraform ]; then
+  skip=(-skip '^TestAccFunction')
+  note=" (TestAccFunction_* not run: $version has no provider functions; they run under terraform-latest and tofu)"
+fi
+go test "${pkgs[@]}" -run '^TestAcc' "${skip[@]}" -count=1 -v -timeout 40m >"$tmp/log" 2>&1
 status=$?
 set -e
 grep -E '^(--- (PASS|FAIL|SKIP)|ok |FAIL|panic:)' "$tmp/log" || true
 passed=$(grep -c '^--- PASS: TestAcc' "$tmp/log" || true)
 failed=$(grep -c '^--- FAIL' "$tmp/log" || true)
 skipped=$(grep -c -- '--- SKIP' "$tmp/log" || true)
-echo "acceptance under $version: $passed passed, $failed failed, $skipped skipped in $((SECONDS - start))s"
+echo "acceptance under $version: $passed passed, $failed failed, $skipped skipped in $((SECONDS - start))s$note"
 if [ "$status" -ne 0 ] || [ "$failed" -ne 0 ]; then
   echo "--- full log ---"; cat "$tmp/log"
   exit 1

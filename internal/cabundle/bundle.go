@@ -58,9 +58,14 @@ type Info struct {
 
 // Certificate is what a user can check one certificate of a bundle by.
 type Certificate struct {
-	Subject  string
-	Issuer   string
-	NotAfter time.Time
+	Subject   string
+	Issuer    string
+	NotBefore time.Time
+	NotAfter  time.Time
+	// IsCA is the basicConstraints CA flag.
+	IsCA bool
+	// DER is the certificate's exact DER encoding, what identifies it.
+	DER []byte
 	// SHA256Fingerprint is the SHA-256 of the certificate's DER in the form
 	// `openssl x509 -noout -fingerprint -sha256` prints after
 	// "sha256 Fingerprint=": upper-case hex pairs joined by colons.
@@ -120,12 +125,12 @@ func Inspect(bundle []byte, now time.Time) (Info, []Finding) {
 		}
 		cert, err := x509.ParseCertificate(block.Bytes)
 		if err != nil {
-			fail("Unparsable certificate", "PEM block %d is not a valid X.509 certificate: %v.", n, err)
+			fail("Unparsable certificate", "PEM block %d is not a valid X.509 certificate (type %q): %v.", n, block.Type, err)
 			continue
 		}
 		info.CertificateCount++
 		info.Certificates = append(info.Certificates, Certificate{Subject: cert.Subject.String(), Issuer: cert.Issuer.String(),
-			NotAfter: cert.NotAfter, SHA256Fingerprint: OpenSSLFingerprint(cert.Raw)})
+			NotBefore: cert.NotBefore, NotAfter: cert.NotAfter, IsCA: cert.IsCA, DER: cert.Raw, SHA256Fingerprint: OpenSSLFingerprint(cert.Raw)})
 		canonical = append(canonical, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})...)
 		if info.NotAfter.IsZero() || cert.NotAfter.Before(info.NotAfter) {
 			info.NotAfter = cert.NotAfter

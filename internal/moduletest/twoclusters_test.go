@@ -135,6 +135,14 @@ func TestAccModule_twoClusters(t *testing.T) {
 	if !wrapped(`west: KMS plugins are not ready for key rotation: .*west-cp-1`).MatchString(out) {
 		t.Errorf("west's rotation should stop at its gate, naming the node")
 	}
+	// A provider upgrade changes the reporter's image in the same plan as
+	// the rotation: the gate still stops the plan, not the apply (the
+	// module reads KMS health at plan time unless it creates the reporter).
+	out = tf.must(1, "plan", "-detailed-exitcode", "-input=false", "-no-color", "-var", "rotate_west_kek_to=kek-west-2",
+		"-var", "west_reporter_image=registry.example.com/kmshealth:upgraded")
+	if !wrapped(`west: KMS plugins are not ready for key rotation: .*west-cp-1`).MatchString(out) {
+		t.Errorf("with west's reporter upgraded, west's rotation should still stop at its gate during the plan")
+	}
 
 	tf.must(0, "destroy", "-auto-approve", "-input=false", "-no-color")
 	if _, state, _ := tf.exec(t.Context(), "state", "list"); strings.TrimSpace(state) != "" {

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/function"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
@@ -35,7 +36,10 @@ import (
 // TypeName is the provider's type name, the prefix of every resource.
 const TypeName = "kmshealth"
 
-var _ provider.ProviderWithConfigValidators = (*kmshealthProvider)(nil)
+var (
+	_ provider.ProviderWithConfigValidators = (*kmshealthProvider)(nil)
+	_ provider.ProviderWithFunctions        = (*kmshealthProvider)(nil)
+)
 
 type kmshealthProvider struct {
 	version string
@@ -91,8 +95,10 @@ func (p *kmshealthProvider) Schema(_ context.Context, _ provider.SchemaRequest, 
 	noEffect := " Accepted so that a `hashicorp/kubernetes` provider block can be copied over; it has no effect here: " +
 		"every kmshealth resource owns only its own fields by server-side apply, so other annotations and labels never show as drift."
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "Hardens a Kubernetes control plane: APIService caBundles that cannot drift, " +
-			"and the in-cluster parts that keep them true between applies. The connection settings are " +
+		MarkdownDescription: "Hardens a Kubernetes control plane: APIService and webhook caBundles that cannot drift, " +
+			"TLS security profiles handed to workloads without API calls at startup, kube-rbac-proxy in front of workloads' HTTP APIs, " +
+			"and KMS v2 encryption plugin health on every control-plane node, read back to gate a key rotation at plan time; " +
+			"with the in-cluster reconciler that keeps them true between applies. The connection settings are " +
 			"those of the `hashicorp/kubernetes` provider (same names, same `KUBE_*` environment variables), " +
 			"so a provider block can be copied over. Nothing connects until a resource needs the cluster. " +
 			"With nothing configured, Terraform running in a pod uses the pod's ServiceAccount, as `hashicorp/kubernetes` does; " +
@@ -308,6 +314,12 @@ func (p *kmshealthProvider) Resources(context.Context) []func() resource.Resourc
 
 func (p *kmshealthProvider) DataSources(context.Context) []func() datasource.DataSource {
 	return []func() datasource.DataSource{NewKMSPluginHealthDataSource}
+}
+
+// Functions are the provider functions: plan-time answers that need no
+// cluster (Terraform 1.8 and later, OpenTofu 1.7 and later).
+func (p *kmshealthProvider) Functions(context.Context) []func() function.Function {
+	return []func() function.Function{NewCertificatesFunction, NewTLSProfileFunction, NewKMSKeyIDHashFunction, NewCABundleFunction}
 }
 
 // Clients is the provider data handed to resources: Kubernetes clients

@@ -313,7 +313,7 @@ func (r *apiServiceCABundleResource) Read(ctx context.Context, req resource.Read
 	live, err := agg.ApiregistrationV1().APIServices().Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		resp.Diagnostics.AddWarning("APIService gone",
-			fmt.Sprintf("APIService %q no longer exists, so kmshealth_apiservice_cabundle.%s is removed from the state. It is created again on the next apply once the APIService is back.", name, name))
+			fmt.Sprintf("APIService %q no longer exists, so the kmshealth_apiservice_cabundle that manages its caBundle is removed from the state. It is created again on the next apply once the APIService is back.", name))
 		resp.State.RemoveResource(ctx)
 		return
 	}

@@ -11,6 +11,12 @@ locals {
 
   # One staleness for the rollup and the read-back, so the two agree.
   kms_max_staleness = try(var.kms_health.max_staleness, null)
+
+  # The health is read where there is something to read: the target of the
+  # reporter this call installs, or the object kms_health.target names
+  # (reporters installed elsewhere). reporter = null alone turns the read
+  # off, so it never fails a plan on an object nothing created.
+  read_kms_health = var.kms_health != null && (var.reporter != null || try(var.kms_health.target, null) != null)
 }
 
 # One caBundle per APIService, from inline PEM or the Secret/ConfigMap key
@@ -132,19 +138,35 @@ resource "kmshealth_reporter" "this" {
   }
 }
 
+# The reporter's target, known at plan once the reporter exists: its output
+# is unknown only in the plan that creates the reporter (or replaces it
+# with another target, or turns kms_health on), which is when the target
+# object may not exist yet.
+# Updating the reporter in place (a new image on every provider upgrade)
+# changes nothing here.
+resource "terraform_data" "kms_target" {
+  count = var.reporter != null && local.read_kms_health ? 1 : 0
+
+  input = kmshealth_reporter.this[0].target
+}
+
 # Read back at every plan: per node and per plugin health, and whether every
 # node agrees on the active key encryption key. The caller's key rotation
 # gates on the rotation_ready and kms_problems outputs.
+#
+# No depends_on on the reporter: Terraform and OpenTofu defer a data source
+# to apply time whenever something it depends on has changes, and the
+# reporter changes on every provider upgrade (its image tag is the
+# provider's version), so the caller's rotation gate would silently move
+# from plan to apply. The target comes through terraform_data.kms_target
+# instead, which waits for the reporter only while the reporter is created.
 data "kmshealth_kms_plugin_health" "this" {
-  count = var.kms_health == null ? 0 : 1
+  count = local.read_kms_health ? 1 : 0
 
-  target         = local.kms_target
+  target         = var.reporter == null ? local.kms_target : terraform_data.kms_target[0].output
   max_staleness  = var.kms_health.max_staleness
   expected_nodes = var.kms_health.expected_nodes
   wait_timeout   = var.kms_health.wait_timeout
-
-  # The reporter installs the target object (and its CRD) first.
-  depends_on = [kmshealth_reporter.this]
 }
 
 # TLS security profiles, each resolved once into a ConfigMap its workloads

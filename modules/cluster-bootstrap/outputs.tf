@@ -1,31 +1,33 @@
 output "rotation_ready" {
-  description = "Whether a KMS key encryption key may be rotated now: every node reported recently, every plugin is healthy and all nodes agree on the active key per keyID. `false` when `kms_health = null`. Put it in the `lifecycle.precondition` of whatever rotates the key, with `kms_problems` as the message."
+  description = "Whether a KMS key encryption key may be rotated now: every node reported recently, every plugin is healthy and all nodes agree on the active key per keyID. `false` when the module reads no KMS health (`kms_health = null`, or `reporter = null` without `kms_health.target`). Put it in the `lifecycle.precondition` of whatever rotates the key, with `kms_problems` as the message."
   value       = try(data.kmshealth_kms_plugin_health.this[0].rotation_ready, false)
 }
 
 output "kms_problems" {
   description = "Why `rotation_ready` is false: one line per failing node (with its failing plugins) and per keyID the nodes disagree on; empty when ready. Use it as the precondition's `error_message`."
-  value       = var.kms_health == null ? ["KMS health is not read by this module call (kms_health = null)"] : data.kmshealth_kms_plugin_health.this[0].problems
+  value = (local.read_kms_health ? data.kmshealth_kms_plugin_health.this[0].problems
+    : var.kms_health == null ? ["KMS health is not read by this module call (kms_health = null)"]
+  : ["KMS health is not read by this module call: it installs no reporter (reporter = null) and kms_health.target names no object to read"])
 }
 
 output "kms_healthy" {
-  description = "Every expected node reported recently with all its plugins healthy (`rotation_ready` also needs them to agree on the active key). `false` when `kms_health = null`."
+  description = "Every expected node reported recently with all its plugins healthy (`rotation_ready` also needs them to agree on the active key). `false` when the module reads no KMS health."
   value       = try(data.kmshealth_kms_plugin_health.this[0].healthy, false)
 }
 
 output "kms_degraded_reason" {
-  description = "Why the cluster is not healthy, by its worst node: Stale, Error, Unhealthy, InvalidReport or Missing; empty when healthy; null when `kms_health = null`."
+  description = "Why the cluster is not healthy, by its worst node: Stale, Error, Unhealthy, InvalidReport or Missing; empty when healthy; null when the module reads no KMS health."
   value       = try(data.kmshealth_kms_plugin_health.this[0].degraded_reason, null)
 }
 
 output "kms_active_kek_ids" {
-  description = "keyID => kekID (the key encryption key each plugin reports) for every keyID on which all nodes agree; empty when `kms_health = null`."
+  description = "keyID => kekID (the key encryption key each plugin reports) for every keyID on which all nodes agree; empty when the module reads no KMS health."
   value       = try(data.kmshealth_kms_plugin_health.this[0].active_kek_ids, {})
 }
 
 output "kms_nodes" {
   description = "Per-node KMS health, by node name: `status` (healthy, stale, error, unhealthy, invalid or missing), `stale`, `problem` (empty when healthy) and `plugins` (`key_id`, `kek_id`, `status`, `detail`, by keyID). Probe times are left out so that an unchanged cluster plans no output change; read them from the `kmshealth_kms_plugin_health` data source."
-  value = var.kms_health == null ? {} : {
+  value = !local.read_kms_health ? {} : {
     for n in data.kmshealth_kms_plugin_health.this[0].nodes : n.name => {
       status  = n.status
       stale   = n.stale

@@ -100,21 +100,22 @@ variable "field_manager" {
 
 variable "reconciler" {
   description = <<-EOT
-    The in-cluster reconciler that restores every caBundle of `apiservices` within milliseconds of an out-of-band overwrite, keeps every ConfigMap of `tls_profiles` (and the hash on its rollout targets) and every sidecar of `rbac_proxy_sidecars` between applies, and rolls the KMS health reports up into `KMSPluginsDegraded`. `null`: not installed (the caBundles, profiles and sidecars are then only restored by the next apply, and nothing rolls up KMS health).
+    The in-cluster reconciler that restores every caBundle of `apiservices` within milliseconds of an out-of-band overwrite, keeps every ConfigMap of `tls_profiles` (and the hash on its rollout targets) and every sidecar of `rbac_proxy_sidecars` between applies, and rolls the KMS health reports up into `KMSPluginsDegraded`. Installed by default, because a caBundle that only the next apply restores can drift; `null`: not installed (the caBundles, profiles and sidecars are then only restored by the next apply, and nothing rolls up KMS health).
 
-    - `namespace` (default `kmshealth-system`), created and deleted by the module when `create_namespace` (default `true`); with `false` it must exist.
+    - `namespace` (default `kube-system`, which every cluster has) and `create_namespace` (default `false`, as on `kmshealth_reconciler`): the module creates no namespace unless asked. With `create_namespace = true` it creates `namespace` and deletes it on destroy; that delete waits until the namespace is gone, which never happens while any aggregated API of the cluster is unavailable.
+    - `name` (default `kmshealth-reconciler`): also its leader-election Lease, so two module calls with different names can share a namespace.
     - `image`: null runs the image whose tag is the provider's version (a release build); set it for a mirror, pinned by digest.
-    - `replicas` (default 2, one leads), `wait_for_rollout` (default `true`: the apply waits until the pods run and fails with a pod's own reason; set `false` while no node can run them), `admission_policy` (default `true`), `timeout` for create, update and delete (Go duration, default 10m).
+    - `replicas` (default 2, one leads), `wait_for_rollout` (default `true`: the apply waits until the pods run and fails with a pod's own reason; set `false` while no node can run them), `admission_policy` (default `true`), `timeout` for create, update and delete (Go duration; default the resource's, 10m).
   EOT
   type = object({
-    namespace        = optional(string, "kmshealth-system")
-    create_namespace = optional(bool, true)
+    namespace        = optional(string, "kube-system")
+    create_namespace = optional(bool, false)
     name             = optional(string)
     image            = optional(string)
     replicas         = optional(number)
     wait_for_rollout = optional(bool, true)
     admission_policy = optional(bool, true)
-    timeout          = optional(string, "10m")
+    timeout          = optional(string)
   })
   default = {}
 
@@ -127,20 +128,20 @@ variable "reconciler" {
     error_message = "reconciler.replicas: must be a whole number of at least 1 (default 2: one leads, the other takes over within the 15 s lease)."
   }
   validation {
-    condition     = var.reconciler == null || can(regex("^([0-9]+(\\.[0-9]+)?(h|m|s|ms))+$", var.reconciler.timeout))
+    condition     = try(var.reconciler.timeout, null) == null || can(regex("^([0-9]+(\\.[0-9]+)?(h|m|s|ms))+$", var.reconciler.timeout))
     error_message = "reconciler.timeout: must be a Go duration such as \"10m\" or \"1h30m\"."
   }
 }
 
 variable "reporter" {
   description = <<-EOT
-    The KMS v2 plugin health reporter: a DaemonSet on every control-plane node that probes each local plugin socket and writes one condition per node on the `KMSHealth` object `cluster` (by default also installing its CRD). `null`: not installed.
+    The KMS v2 plugin health reporter: a DaemonSet on every control-plane node that probes each local plugin socket and writes one condition per node on the `KMSHealth` object `cluster` (by default also installing its CRD). Default `null`, not installed: it runs as root with a hostPath volume on the control-plane nodes, which only a cluster whose API server encrypts with KMS v2 plugins needs. `{}` installs it with the defaults below, and `kms_health` then reads its reports back.
 
-    - `namespace` (default `kube-system`) must allow hostPath volumes (Pod Security `privileged`).
+    - `namespace` (default `kube-system`, where hostPath volumes are allowed; the resource has no default) must allow hostPath volumes (Pod Security `privileged`).
     - `kms_sockets`: the plugin endpoints of the API server's EncryptionConfiguration, each `unix:///var/run/kmsplugin/kms-<keyID>.sock`; or `socket_dir`, a node directory whose `kms-<keyID>.sock` are listed on every probe. Neither: every socket in `/var/run/kmsplugin`.
     - `probe_interval` (Go duration, at least 5s, default 30s): a report older than 4 times it is stale, so set `kms_health.max_staleness` to 4 times it.
     - `target`: another object the reports go to (`<group>/<version>/<resource>/<name>`, e.g. an OpenShift operator CR; then `install_crd = false`).
-    - `wait_for_rollout` (default `true`), `admission_policy` (default `true`), `timeout` for create, update and delete (default 10m).
+    - `wait_for_rollout` (default `true`), `admission_policy` (default `true`), `timeout` for create, update and delete (Go duration; default the resource's, 2m, which bounds the wait for the CRD to be served and the rollout).
   EOT
   type = object({
     namespace        = optional(string, "kube-system")
@@ -154,9 +155,9 @@ variable "reporter" {
     install_crd      = optional(bool)
     wait_for_rollout = optional(bool, true)
     admission_policy = optional(bool, true)
-    timeout          = optional(string, "10m")
+    timeout          = optional(string)
   })
-  default = {}
+  default = null
 
   validation {
     condition     = alltrue([for s in coalesce(try(var.reporter.kms_sockets, null), []) : can(regex("^unix:///var/run/kmsplugin/kms-[0-9]+\\.sock$", s))])
@@ -179,14 +180,16 @@ variable "reporter" {
     error_message = "reporter.target: must be <group>/<version>/<resource>/<name>, e.g. \"kmshealth.io/v1alpha1/kmshealths/cluster\"."
   }
   validation {
-    condition     = var.reporter == null || can(regex("^([0-9]+(\\.[0-9]+)?(h|m|s|ms))+$", var.reporter.timeout))
+    condition     = try(var.reporter.timeout, null) == null || can(regex("^([0-9]+(\\.[0-9]+)?(h|m|s|ms))+$", var.reporter.timeout))
     error_message = "reporter.timeout: must be a Go duration such as \"10m\"."
   }
 }
 
 variable "kms_health" {
   description = <<-EOT
-    How the module reads KMS v2 plugin health back (the `rotation_ready`, `kms_problems` and `kms_nodes` outputs), from the reporter's target (`reporter.target`, else the `KMSHealth` object `cluster`, else `target` here when the reporters are installed elsewhere). `null`: nothing is read, and `rotation_ready` is `false`.
+    How the module reads KMS v2 plugin health back (the `rotation_ready`, `kms_problems` and `kms_nodes` outputs): from the target of the reporter this call installs (`reporter.target`, else the `KMSHealth` object `cluster`), or, with `reporter = null`, from the object `target` names here (reporters installed elsewhere). With `reporter = null` and no `target`, or with `kms_health = null`, nothing is read and `rotation_ready` is `false`: turning the reporter off is one input.
+
+    The read happens at plan time (the gate a key rotation's precondition checks fails the plan, not the apply), also when the reporter is updated, e.g. to the new image of a provider upgrade; only in the plan that creates the reporter (its target object does not exist yet), changes its `target`, or turns `kms_health` on is it deferred to the apply.
 
     - `max_staleness` (Go duration, default 2m = 4 times the reporter's default 30s interval): an older report makes its node stale; the reconciler's rollup uses the same value.
     - `expected_nodes`: the control-plane nodes that must report; null accepts every node that has reported, so a node whose reporter never started goes unnoticed. List them for a key-rotation gate.
@@ -218,7 +221,7 @@ variable "tls_profiles" {
   description = <<-EOT
     TLS security profile ConfigMaps (`profile.json`) that workloads mount instead of calling the API server at startup, keyed by a name of your choice. Each:
 
-    - `namespace` (required, must exist: the consuming workloads run there) and `name` (default `tls-profile`);
+    - `namespace` (required, must exist: the consuming workloads run there) and `name` (default `tls-profile`, a module convenience: the resource has no default);
     - `source`: `static` (default) uses `type`; `cluster` follows OpenShift's `APIServer` profile;
     - `type`: `Old`, `Intermediate` (default), `Modern` or `Custom` (then `custom = { min_tls_version, ciphers, curves }`);
     - `rollout_targets`: existing Deployments, StatefulSets or DaemonSets (`{ kind, namespace, name }`) whose pod template gets the profile's hash, so they roll when it changes.
@@ -273,11 +276,12 @@ variable "rbac_proxy_sidecars" {
     kube-rbac-proxy in front of the HTTP API of existing workloads, one native sidecar each: every caller is authenticated with a TokenReview and authorized with a SubjectAccessReview; the config ConfigMap, the `system:auth-delegator` binding, an optional Service port and NetworkPolicy come with it. Each entry:
 
     - `kind` (`Deployment`, `StatefulSet` or `DaemonSet`), `namespace` and `name` of the workload, which must exist;
-    - `upstream_port`: the port the workload serves on `127.0.0.1` (make it listen there only, or callers can bypass the proxy); `listen_port` (default 8443) and `health_port` (default 8444) of the proxy;
+    - `upstream_port`: the port the workload serves on `127.0.0.1` (make it listen there only, or callers can bypass the proxy); `listen_port` (default 8443) and `health_port` (default 8643) of the proxy;
     - `authorization`: `resource_attributes` (`namespace`, `api_group` — empty for the core group —, `api_version`, `resource`, `subresource`, `name`) a caller's RBAC must allow, and `rewrites` (`by_query_parameter` or `by_http_header`) for `{{ .Value }}` in them; none: a non-resource check of the request path;
     - `allow_paths` (only these are served) or `ignore_paths` (served without any check);
     - `tls_secret_name`: a `kubernetes.io/tls` Secret whose certificate the proxy serves (default: self-signed); `tls_profile`: the key of an entry of `tls_profiles` whose minimum TLS version and cipher suites the listener takes;
-    - `service_name` (an existing Service that gets the proxy's port), `network_policy` (`enabled`, `from_namespace_selector`, `from_pod_selector`: `{ match_labels = {...} }`), `resources` (`requests`, `limits`), `image`, `wait_for_rollout` (default `false`), `insecure_listen` (plain HTTP, warned about).
+    - `service_name` (an existing Service that gets the proxy's port), `network_policy` (`enabled`, `from_namespace_selector`, `from_pod_selector`: `{ match_labels = {...} }`), `resources` (`requests`, `limits`), `image`, `wait_for_rollout` (default `false`), `insecure_listen` (plain HTTP, warned about), `timeout` for create, update and delete (Go duration; default the resource's, 10m).
+    - `network_policy.enabled` defaults to `true` here, unlike the resource's `false`: the resource has the block whether or not a policy is wanted, whereas here giving `network_policy` at all is asking for one. Set `enabled = false` to remove it and keep the selectors written down.
   EOT
   type = list(object({
     kind          = string
@@ -323,7 +327,7 @@ variable "rbac_proxy_sidecars" {
       limits   = optional(map(string))
     }))
     wait_for_rollout = optional(bool)
-    timeout          = optional(string, "10m")
+    timeout          = optional(string)
   }))
   default  = []
   nullable = false
@@ -351,7 +355,7 @@ variable "rbac_proxy_sidecars" {
     error_message = "rbac_proxy_sidecars: set allow_paths (only these paths are served) or ignore_paths (these are served unchecked), not both."
   }
   validation {
-    condition     = alltrue([for s in var.rbac_proxy_sidecars : can(regex("^([0-9]+(\\.[0-9]+)?(h|m|s|ms))+$", s.timeout))])
+    condition     = alltrue([for s in var.rbac_proxy_sidecars : s.timeout == null || can(regex("^([0-9]+(\\.[0-9]+)?(h|m|s|ms))+$", s.timeout))])
     error_message = "rbac_proxy_sidecars: timeout must be a Go duration such as \"10m\"."
   }
 }

@@ -1,4 +1,5 @@
-# An installation is imported by <namespace>/<name>; image, replicas,
-# resources, create_namespace and the CA bundle sources are read back from
-# the Deployment, the namespace's labels and the sources Roles.
+# An installation is imported by <namespace>/<name>; image, replicas and
+# resources are read back from the Deployment, create_namespace from the
+# namespace's labels, and what it keeps (ca_bundles, webhook_ca_bundles,
+# tls_profiles, rbac_proxy_sidecars) from its record ConfigMap.
 terraform import kmshealth_reconciler.this kmshealth-system/kmshealth-reconciler

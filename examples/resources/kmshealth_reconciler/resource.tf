@@ -27,7 +27,9 @@ resource "kmshealth_reconciler" "this" {
 
   # Optional: the defaults are 2 replicas of
   # ghcr.io/kmshealth/terraform-provider-kmshealth:<provider version>.
-  # image    = "registry.example.com/mirror/terraform-provider-kmshealth:v1.2.3"
+  # A mirror: the tag is the version without a "v" (releases tag 1.2.3),
+  # pinned by digest.
+  # image    = "registry.example.com/mirror/terraform-provider-kmshealth:1.2.3@sha256:<digest>"
   # replicas = 3
 
   # Wait until the pods are available (needs nodes that can run them).

@@ -27,6 +27,26 @@ variables {
   }
 }
 
+# Turning a part off is one input: without a reporter the default
+# kms_health = {} reads nothing (before this, the plan failed on a KMSHealth
+# object nothing created). First, while nothing is applied.
+run "reporter_off_with_default_kms_health" {
+  command = plan
+  variables {
+    apiservices = { (var.apiservice_inline) = { ca_bundle = var.ca_pem } }
+    reporter    = null
+  }
+
+  assert {
+    condition     = length(data.kmshealth_kms_plugin_health.this) == 0 && length(kmshealth_reporter.this) == 0
+    error_message = "reporter = null: want no reporter and no KMS health read"
+  }
+  assert {
+    condition     = output.rotation_ready == false && length(output.kms_problems) == 1 && strcontains(output.kms_problems[0], "reporter = null")
+    error_message = "reporter = null: want rotation_ready = false and one problem saying why, got ${jsonencode(output.kms_problems)}"
+  }
+}
+
 # Bad input fails at plan, naming the input, before anything is written.
 run "bad_socket_path" {
   command = plan
@@ -172,6 +192,52 @@ run "bootstrap" {
   }
 }
 
+# The rotation gate stays at plan time when the reporter changes in place,
+# as on every provider upgrade (its image tag is the provider's version):
+# the health is read during this plan, so a caller's precondition on
+# rotation_ready fails the plan. Were the read deferred to the apply (a
+# depends_on on the reporter), the outputs would be unknown here and these
+# assertions could not be evaluated, which fails the run.
+run "gate_at_plan_on_reporter_upgrade" {
+  command = plan
+  variables {
+    reporter = {
+      image            = "registry.example.com/kmshealth:upgraded"
+      wait_for_rollout = false
+    }
+    apiservices = {
+      (var.apiservice_inline) = { ca_bundle = var.ca_pem }
+      (var.apiservice_source) = { source = { kind = "Secret", namespace = var.namespace, name = var.source_secret, key = "ca.crt" } }
+    }
+    tls_profiles = {
+      web = {
+        namespace       = var.namespace
+        rollout_targets = [{ kind = "Deployment", namespace = var.namespace, name = var.web_deployment }]
+      }
+    }
+    rbac_proxy_sidecars = [{
+      kind          = "Deployment"
+      namespace     = var.namespace
+      name          = var.web_deployment
+      upstream_port = 8080
+      tls_profile   = "web"
+      allow_paths   = ["/metrics"]
+      authorization = {
+        resource_attributes = { namespace = var.namespace, resource = "services", subresource = "proxy", name = var.web_deployment }
+      }
+    }]
+  }
+
+  assert {
+    condition     = kmshealth_reporter.this[0].image == "registry.example.com/kmshealth:upgraded"
+    error_message = "the reporter should be planned onto the new image"
+  }
+  assert {
+    condition     = output.rotation_ready == false && output.kms_healthy == false && length(output.kms_problems) > 0
+    error_message = "KMS health read at plan: want rotation_ready = false with problems, got ${jsonencode(output.kms_problems)}"
+  }
+}
+
 # A profile change changes the hash that rolls the rollout targets.
 run "profile_change" {
   variables {
@@ -225,9 +291,9 @@ run "patterns_off" {
     apiservices         = {}
     tls_profiles        = {}
     rbac_proxy_sidecars = []
-    reconciler   = null
-    reporter     = null
-    kms_health   = null
+    reconciler          = null
+    reporter            = null
+    kms_health          = null
   }
 
   assert {

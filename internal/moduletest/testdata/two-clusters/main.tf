@@ -55,6 +55,12 @@ variable "west_enabled" {
   default     = true
 }
 
+variable "west_reporter_image" {
+  description = "West's reporter image: a new one stands in for a provider upgrade, which changes the image tag."
+  type        = string
+  default     = "registry.example.com/kmshealth:test"
+}
+
 variable "rotate_east_kek_to" {
   description = "Rotate east's key encryption key (stands in for the real rotation); gated on east's KMS health."
   type        = string
@@ -125,7 +131,7 @@ module "west" {
 
   apiservices  = { for name, pem in var.west.apiservices : name => { ca_bundle = pem } }
   reconciler   = local.bootstrap.reconciler
-  reporter     = local.bootstrap.reporter
+  reporter     = merge(local.bootstrap.reporter, { image = var.west_reporter_image })
   kms_health   = local.bootstrap.kms_health
   tls_profiles = local.bootstrap.tls_profiles
 
