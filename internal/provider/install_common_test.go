@@ -67,8 +67,9 @@ func TestReconcilerFieldManagerWarning(t *testing.T) {
 	clients.aggregator = agg
 	r := &reconcilerResource{clients: clients}
 	model := func(manager string) *reconcilerModel {
-		return &reconcilerModel{FieldManager: types.StringValue(manager),
-			CABundles: types.MapValueMust(types.StringType, map[string]attr.Value{name: types.StringValue(src.String())})}
+		m := &reconcilerModel{FieldManager: types.StringValue(manager)}
+		m.CABundles = types.MapValueMust(types.StringType, map[string]attr.Value{name: types.StringValue(src.String())})
+		return m
 	}
 	for _, tt := range []struct {
 		manager string

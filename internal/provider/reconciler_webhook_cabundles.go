@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconcilerinstall"
 )
 
 // reconcilerWebhookBundleModel is one element of webhook_ca_bundles.
@@ -30,8 +31,31 @@ var reconcilerWebhookBundleType = types.ObjectType{AttrTypes: map[string]attr.Ty
 	"source": types.StringType, "webhooks": types.SetType{ElemType: types.StringType},
 }}
 
-// webhookBundlesAttribute is kmshealth_reconciler's webhook_ca_bundles.
-func webhookBundlesAttribute() schema.MapNestedAttribute {
+// reconcilerWebhookBundlesModel is kmshealth_reconciler's webhook_ca_bundles.
+type reconcilerWebhookBundlesModel struct {
+	WebhookBundles types.Map `tfsdk:"webhook_ca_bundles"` // of reconcilerWebhookBundleType
+}
+
+// webhookBundlesAttribute is webhook_ca_bundles: the webhook
+// configurations and CRD conversion webhooks the reconciler keeps
+// (reconcilerinstall.Config.WebhookCABundles).
+var webhookBundlesAttribute = reconcilerPatternAttribute{
+	name:   "webhook_ca_bundles",
+	schema: func() schema.Attribute { return webhookBundlesSchema() },
+	toConfig: func(ctx context.Context, m *reconcilerModel, c *reconcilerinstall.Config) diag.Diagnostics {
+		kept, diags := webhookBundlesConfig(ctx, m.WebhookBundles)
+		c.WebhookCABundles = kept
+		return diags
+	},
+	fromLive: func(ctx context.Context, state *reconcilerModel, got, _ reconcilerinstall.Config) diag.Diagnostics {
+		v, diags := webhookBundlesValue(ctx, got.WebhookCABundles)
+		state.WebhookBundles = v
+		return diags
+	},
+}
+
+// webhookBundlesSchema is webhook_ca_bundles' schema.
+func webhookBundlesSchema() schema.MapNestedAttribute {
 	return schema.MapNestedAttribute{
 		Optional: true, Computed: true,
 		Default: mapdefault.StaticValue(types.MapValueMust(reconcilerWebhookBundleType, map[string]attr.Value{})),

@@ -2,43 +2,27 @@ package provider
 
 import (
 	"context"
-	"fmt"
-	"maps"
 	"math"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
-	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listdefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/rbacproxy"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconcilerinstall"
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
 )
 
 var (
@@ -65,13 +49,9 @@ type reconcilerModel struct {
 	CreateNamespace types.Bool     `tfsdk:"create_namespace"`
 	Image           types.String   `tfsdk:"image"`
 	Replicas        types.Int64    `tfsdk:"replicas"`
-	CABundles       types.Map      `tfsdk:"ca_bundles"`
-	WebhookBundles  types.Map      `tfsdk:"webhook_ca_bundles"` // of reconcilerWebhookBundleType
 	KMSTarget       types.String   `tfsdk:"kms_target"`
 	KMSMaxStaleness types.String   `tfsdk:"kms_max_staleness"`
 	FieldManager    types.String   `tfsdk:"field_manager"`
-	TLSProfiles     types.List     `tfsdk:"tls_profiles"`        // of reconcilerTLSProfileType
-	RBACProxies     types.List     `tfsdk:"rbac_proxy_sidecars"` // of reconcilerRBACProxyType
 	WaitForRollout  types.Bool     `tfsdk:"wait_for_rollout"`
 	ServiceAccount  types.String   `tfsdk:"service_account"`
 	ClusterRole     types.String   `tfsdk:"cluster_role"`
@@ -79,144 +59,9 @@ type reconcilerModel struct {
 	ObjectsInSync   types.Bool     `tfsdk:"objects_in_sync"`
 	Timeouts        timeouts.Value `tfsdk:"timeouts"`
 
-	resourcesModel // cpu_request, memory_request, memory_limit
-	admissionModel // admission_policy, admission_policy_enforced
-}
-
-// reconcilerTLSProfileModel is one element of tls_profiles.
-type reconcilerTLSProfileModel struct {
-	Namespace      types.String `tfsdk:"namespace"`
-	Name           types.String `tfsdk:"name"`
-	RolloutTargets types.List   `tfsdk:"rollout_targets"` // of rolloutTargetType
-}
-
-var reconcilerTLSProfileType = types.ObjectType{AttrTypes: map[string]attr.Type{
-	"namespace": types.StringType, "name": types.StringType, "rollout_targets": types.ListType{ElemType: rolloutTargetType},
-}}
-
-// reconcilerRBACProxyModel is one element of rbac_proxy_sidecars.
-type reconcilerRBACProxyModel struct {
-	Target        types.Object `tfsdk:"target"` // of rbacProxyTargetType
-	Image         types.String `tfsdk:"image"`
-	Args          types.List   `tfsdk:"args"`
-	PinnedSidecar types.String `tfsdk:"pinned_sidecar"`
-}
-
-var (
-	rbacProxyTargetType = types.ObjectType{AttrTypes: map[string]attr.Type{
-		"kind": types.StringType, "namespace": types.StringType, "name": types.StringType,
-	}}
-	reconcilerRBACProxyType = types.ObjectType{AttrTypes: map[string]attr.Type{
-		"target": rbacProxyTargetType, "image": types.StringType, "args": types.ListType{ElemType: types.StringType},
-		"pinned_sidecar": types.StringType,
-	}}
-)
-
-// rbacProxies reads rbac_proxy_sidecars.
-func (m *reconcilerModel) rbacProxies(ctx context.Context) ([]reconcilerinstall.RBACProxy, diag.Diagnostics) {
-	var elems []reconcilerRBACProxyModel
-	diags := m.RBACProxies.ElementsAs(ctx, &elems, false)
-	out := make([]reconcilerinstall.RBACProxy, 0, len(elems))
-	for _, e := range elems {
-		var t rolloutTargetModel
-		diags.Append(e.Target.As(ctx, &t, basetypes.ObjectAsOptions{})...)
-		p := reconcilerinstall.RBACProxy{
-			Target: rbacproxy.Target{Kind: rbacproxy.Kind(t.Kind.ValueString()), Namespace: t.Namespace.ValueString(), Name: t.Name.ValueString()},
-			Image:  e.Image.ValueString(),
-			Pinned: e.PinnedSidecar.ValueString(),
-		}
-		diags.Append(e.Args.ElementsAs(ctx, &p.Args, false)...)
-		out = append(out, p)
-	}
-	return out, diags
-}
-
-// rbacProxiesValue is proxies as an rbac_proxy_sidecars value.
-func rbacProxiesValue(ctx context.Context, proxies []reconcilerinstall.RBACProxy) (types.List, diag.Diagnostics) {
-	var diags diag.Diagnostics
-	elems := make([]reconcilerRBACProxyModel, 0, len(proxies))
-	for _, p := range proxies {
-		target, d := types.ObjectValueFrom(ctx, rbacProxyTargetType.AttrTypes, rolloutTargetModel{
-			Kind: types.StringValue(string(p.Target.Kind)), Namespace: types.StringValue(p.Target.Namespace), Name: types.StringValue(p.Target.Name)})
-		diags.Append(d...)
-		args, d := types.ListValueFrom(ctx, types.StringType, p.Args)
-		diags.Append(d...)
-		elems = append(elems, reconcilerRBACProxyModel{Target: target, Image: types.StringValue(p.Image), Args: args, PinnedSidecar: types.StringValue(p.Pinned)})
-	}
-	v, d := types.ListValueFrom(ctx, reconcilerRBACProxyType, elems)
-	diags.Append(d...)
-	return v, diags
-}
-
-// sameRBACProxies reports whether a and b keep the same workloads with the
-// same sidecars, in any order.
-func sameRBACProxies(a, b []reconcilerinstall.RBACProxy) bool {
-	key := func(ps []reconcilerinstall.RBACProxy) []string {
-		out := make([]string, len(ps))
-		for i, p := range ps {
-			out[i] = p.Target.String() + " " + p.Image + " " + strings.Join(p.Args, "\x00") + " " + p.Pinned
-		}
-		slices.Sort(out)
-		return out
-	}
-	return slices.Equal(key(a), key(b))
-}
-
-// tlsProfiles reads tls_profiles; a null rollout_targets is none.
-func (m *reconcilerModel) tlsProfiles(ctx context.Context) ([]reconcilerinstall.TLSProfile, diag.Diagnostics) {
-	var elems []reconcilerTLSProfileModel
-	diags := m.TLSProfiles.ElementsAs(ctx, &elems, false)
-	out := make([]reconcilerinstall.TLSProfile, 0, len(elems))
-	for _, e := range elems {
-		p := reconcilerinstall.TLSProfile{Namespace: e.Namespace.ValueString(), Name: e.Name.ValueString()}
-		var targets []rolloutTargetModel
-		diags.Append(e.RolloutTargets.ElementsAs(ctx, &targets, false)...)
-		for _, t := range targets {
-			p.Targets = append(p.Targets, tlsprofile.Target{Kind: t.Kind.ValueString(), Namespace: t.Namespace.ValueString(), Name: t.Name.ValueString()})
-		}
-		out = append(out, p)
-	}
-	return out, diags
-}
-
-// tlsProfilesValue is profiles as a tls_profiles value: no targets is a
-// null rollout_targets, as when a profile resource has none.
-func tlsProfilesValue(ctx context.Context, profiles []reconcilerinstall.TLSProfile) (types.List, diag.Diagnostics) {
-	var diags diag.Diagnostics
-	elems := make([]reconcilerTLSProfileModel, 0, len(profiles))
-	for _, p := range profiles {
-		targets := types.ListNull(rolloutTargetType)
-		if len(p.Targets) > 0 {
-			ts := make([]rolloutTargetModel, len(p.Targets))
-			for i, t := range p.Targets {
-				ts[i] = rolloutTargetModel{Kind: types.StringValue(t.Kind), Namespace: types.StringValue(t.Namespace), Name: types.StringValue(t.Name)}
-			}
-			var d diag.Diagnostics
-			targets, d = types.ListValueFrom(ctx, rolloutTargetType, ts)
-			diags.Append(d...)
-		}
-		elems = append(elems, reconcilerTLSProfileModel{Namespace: types.StringValue(p.Namespace), Name: types.StringValue(p.Name), RolloutTargets: targets})
-	}
-	v, d := types.ListValueFrom(ctx, reconcilerTLSProfileType, elems)
-	diags.Append(d...)
-	return v, diags
-}
-
-// sameTLSProfiles reports whether a and b keep the same profiles with the
-// same targets, in any order.
-func sameTLSProfiles(a, b []reconcilerinstall.TLSProfile) bool {
-	key := func(ps []reconcilerinstall.TLSProfile) []string {
-		var out []string
-		for _, p := range ps {
-			for _, t := range p.Targets {
-				out = append(out, p.ID()+" "+t.String())
-			}
-			out = append(out, p.ID())
-		}
-		slices.Sort(out)
-		return slices.Compact(out)
-	}
-	return slices.Equal(key(a), key(b))
+	reconcilerPatternsModel // one attribute per pattern the reconciler keeps (reconciler_patterns.go)
+	resourcesModel          // cpu_request, memory_request, memory_limit
+	admissionModel          // admission_policy, admission_policy_enforced
 }
 
 // config is the installation the model describes; values must be known.
@@ -242,28 +87,9 @@ func (m *reconcilerModel) config(ctx context.Context) (reconcilerinstall.Config,
 	} else {
 		c.KMSMaxStaleness = d
 	}
-	var bundles map[string]string
-	diags.Append(m.CABundles.ElementsAs(ctx, &bundles, false)...)
-	for apiservice, v := range bundles {
-		s, err := cabundle.ParseSource(v)
-		if err != nil {
-			diags.AddAttributeError(path.Root("ca_bundles").AtMapKey(apiservice), "Invalid CA bundle source", err.Error())
-			continue
-		}
-		if c.CABundles == nil {
-			c.CABundles = map[string]cabundle.Source{}
-		}
-		c.CABundles[apiservice] = s
+	for _, a := range reconcilerPatternAttributes {
+		diags.Append(a.toConfig(ctx, m, &c)...)
 	}
-	kept, d := webhookBundlesConfig(ctx, m.WebhookBundles)
-	diags.Append(d...)
-	c.WebhookCABundles = kept
-	profiles, d := m.tlsProfiles(ctx)
-	diags.Append(d...)
-	c.TLSProfiles = profiles
-	proxies, d := m.rbacProxies(ctx)
-	diags.Append(d...)
-	c.RBACProxies = proxies
 	return c, diags
 }
 
@@ -285,7 +111,6 @@ func (r *reconcilerResource) Metadata(_ context.Context, req resource.MetadataRe
 }
 
 func (r *reconcilerResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	emptyMap := types.MapValueMust(types.StringType, map[string]attr.Value{})
 	cpuRequest, memoryRequest, memoryLimit := resourceAttributes("reconciler", reconcilerinstall.DefaultResources())
 	admissionPolicy, admissionEnforced := admissionAttributes("reconciler",
 		"may change only `spec.caBundle` and the `kmshealth.io/ca-bundle-source` annotation, only on APIServices with `spec.service`, never create "+
@@ -330,90 +155,6 @@ func (r *reconcilerResource) Schema(ctx context.Context, _ resource.SchemaReques
 					"With more than one, a PodDisruptionBudget keeps one through voluntary disruptions and a preferred " +
 					"anti-affinity spreads them over nodes.",
 				Validators: []validator.Int64{int64validator.Between(1, math.MaxInt32)},
-			},
-			"ca_bundles": schema.MapAttribute{
-				ElementType: types.StringType,
-				Optional:    true, Computed: true,
-				Default: mapdefault.StaticValue(emptyMap),
-				MarkdownDescription: "The APIServices the reconciler keeps, each with its CA bundle source as `<Kind>/<namespace>/<name>/<key>`: " +
-					"exactly the `apiservice_name` and `ca_bundle_source` of each `kmshealth_apiservice_cabundle`, so write " +
-					"`{ for r in kmshealth_apiservice_cabundle.x : r.apiservice_name => r.ca_bundle_source }`. They are recorded in the " +
-					"ConfigMap `<name>-record`, which the reconciler watches: that record, not the annotation on the APIService, is what it " +
-					"keeps, so an APIService that its installer replaces or re-creates gets its caBundle back. The ClusterRole may read and " +
-					"patch exactly these APIServices, and for each source namespace a Role `kmshealth-reconciler-<name>-sources` grants " +
-					"get/list/watch on exactly these Secrets and ConfigMaps (by `resourceNames`) and nothing else.",
-				Validators: []validator.Map{
-					mapvalidator.KeysAre(objectName),
-					mapvalidator.ValueStringsAre(caBundleSource{}),
-				},
-			},
-			"webhook_ca_bundles": webhookBundlesAttribute(),
-			"tls_profiles": schema.ListNestedAttribute{
-				Optional: true, Computed: true,
-				Default: listdefault.StaticValue(types.ListValueMust(reconcilerTLSProfileType, []attr.Value{})),
-				MarkdownDescription: "The `kmshealth_tls_profile_configmap` ConfigMaps the reconciler keeps (`--tls-profile-configmaps`): it restores an " +
-					"edited `" + tlsprofile.DocumentKey + "` or a removed hash annotation, and for `source = \"cluster\"` follows OpenShift's " +
-					"`APIServer` `cluster`, rewriting the ConfigMap and rolling the targets when the cluster profile changes. Write " +
-					"`[for p in [kmshealth_tls_profile_configmap.x] : { namespace = p.namespace, name = p.name, rollout_targets = p.rollout_targets }]`: " +
-					"`rollout_targets` must list the same workloads as the profile resource, because the reconciler's RBAC names exactly " +
-					"these. A Role `kmshealth-reconciler-<name>-tls-profiles` in each namespace of a profile or a target grants get/list/watch/patch " +
-					"on exactly these ConfigMaps and workloads (by `resourceNames`) and Events there; the ClusterRole adds get/list/watch on " +
-					"`apiservers.config.openshift.io` `cluster`; and with `admission_policy`, the API server lets the reconciler change only " +
-					"`data." + tlsprofile.DocumentKey + "` of these ConfigMaps and only the `" + tlsprofile.HashAnnotation + "` annotation of " +
-					"these workloads' pod templates.",
-				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"namespace": schema.StringAttribute{Required: true, Validators: []validator.String{namespaceName},
-						MarkdownDescription: "Namespace of the profile ConfigMap (its `namespace`)."},
-					"name": schema.StringAttribute{Required: true, Validators: []validator.String{objectName},
-						MarkdownDescription: "Name of the profile ConfigMap (its `name`)."},
-					"rollout_targets": schema.ListNestedAttribute{Optional: true,
-						MarkdownDescription: "The profile's `rollout_targets`, as given to the profile resource.",
-						NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-							"kind": schema.StringAttribute{Required: true, Validators: []validator.String{stringvalidator.OneOf(tlsprofile.TargetKinds()...)},
-								MarkdownDescription: "`Deployment`, `StatefulSet` or `DaemonSet` (apps/v1)."},
-							"namespace": schema.StringAttribute{Required: true, Validators: []validator.String{namespaceName},
-								MarkdownDescription: "Namespace of the workload."},
-							"name": schema.StringAttribute{Required: true, Validators: []validator.String{objectName},
-								MarkdownDescription: "Name of the workload."},
-						}},
-						Validators: []validator.List{listvalidator.UniqueValues()},
-					},
-				}},
-				Validators: []validator.List{listvalidator.UniqueValues()},
-			},
-			"rbac_proxy_sidecars": schema.ListNestedAttribute{
-				Optional: true, Computed: true,
-				Default: listdefault.StaticValue(types.ListValueMust(reconcilerRBACProxyType, []attr.Value{})),
-				MarkdownDescription: "The workloads of `kmshealth_rbac_proxy_sidecar` whose sidecar the reconciler puts back when a Helm upgrade " +
-					"or `kubectl replace` removes it (`--rbac-proxy-configmaps`; it learns each sidecar from the resource's config ConfigMap). Write " +
-					"`[for s in [kmshealth_rbac_proxy_sidecar.x] : { target = s.target, image = s.image, args = s.args, pinned_sidecar = s.pinned_sidecar }]`. A Role " +
-					"`kmshealth-reconciler-<name>-rbac-proxies` in each workload namespace grants get/list/watch on exactly the config ConfigMaps, " +
-					"get/list/watch/patch on exactly these workloads (by `resourceNames`) and Events there; and with `admission_policy`, the API " +
-					"server lets the reconciler write into these workloads only this sidecar, whole — the container of `pinned_sidecar` field for " +
-					"field (no command, environment, hook, extra probe, port or security option beyond it) — its config and TLS volumes as recorded " +
-					"and its config hash annotation. Pass the sidecar resource's own values, so a change of the sidecar updates the pin in the same apply.",
-				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"target": schema.SingleNestedAttribute{Required: true,
-						MarkdownDescription: "The protected workload: the sidecar resource's `target`.",
-						Attributes: map[string]schema.Attribute{
-							"kind": schema.StringAttribute{Required: true, Validators: []validator.String{stringvalidator.OneOf(rbacProxyKinds()...)},
-								MarkdownDescription: "`Deployment`, `StatefulSet` or `DaemonSet` (apps/v1)."},
-							"namespace": schema.StringAttribute{Required: true, Validators: []validator.String{namespaceName},
-								MarkdownDescription: "Namespace of the workload."},
-							"name": schema.StringAttribute{Required: true, Validators: []validator.String{objectName},
-								MarkdownDescription: "Name of the workload."},
-						}},
-					"image": schema.StringAttribute{Required: true,
-						MarkdownDescription: "The sidecar's image: the sidecar resource's `image`. The admission policy allows no other."},
-					"args": schema.ListAttribute{Required: true, ElementType: types.StringType,
-						Validators:          []validator.List{listvalidator.SizeAtLeast(1)},
-						MarkdownDescription: "The sidecar's arguments: the sidecar resource's `args`. The admission policy allows no others."},
-					"pinned_sidecar": schema.StringAttribute{Required: true,
-						MarkdownDescription: "The whole sidecar: the sidecar resource's `pinned_sidecar` (JSON). The admission policy requires the " +
-							"sidecar the reconciler writes to equal its container field for field, and its volumes and config hash; its `image` and " +
-							"`args` must be this entry's."},
-				}},
-				Validators: []validator.List{listvalidator.UniqueValues()},
 			},
 			"kms_target": schema.StringAttribute{
 				Optional: true, Computed: true,
@@ -472,6 +213,9 @@ func (r *reconcilerResource) Schema(ctx context.Context, _ resource.SchemaReques
 			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		},
 	}
+	for _, a := range reconcilerPatternAttributes {
+		resp.Schema.Attributes[a.name] = a.schema()
+	}
 }
 
 func (r *reconcilerResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
@@ -486,38 +230,9 @@ func (r *reconcilerResource) ValidateConfig(ctx context.Context, req resource.Va
 		return
 	}
 	m.validateMemory(&resp.Diagnostics, reconcilerinstall.DefaultResources())
-	m.validatePinnedSidecars(ctx, &resp.Diagnostics)
-}
-
-// validatePinnedSidecars checks, at plan time where known, that each
-// rbac_proxy_sidecars entry's pinned_sidecar decodes and is the sidecar of
-// its image and args (the installer checks the same at apply).
-func (m *reconcilerModel) validatePinnedSidecars(ctx context.Context, diags *diag.Diagnostics) {
-	if m.RBACProxies.IsNull() || m.RBACProxies.IsUnknown() {
-		return
-	}
-	var elems []reconcilerRBACProxyModel
-	if d := m.RBACProxies.ElementsAs(ctx, &elems, false); d.HasError() {
-		return // unknown parts: judged at apply
-	}
-	for i, e := range elems {
-		if e.PinnedSidecar.IsNull() || e.PinnedSidecar.IsUnknown() {
-			continue
-		}
-		at := path.Root("rbac_proxy_sidecars").AtListIndex(i).AtName("pinned_sidecar")
-		pinned, err := rbacproxy.DecodePinned(e.PinnedSidecar.ValueString())
-		if err != nil {
-			diags.AddAttributeError(at, "Invalid pinned_sidecar", "rbac_proxy_sidecars["+strconv.Itoa(i)+"].pinned_sidecar: "+err.Error()+"; write the entry as "+
-				"`{ target = s.target, image = s.image, args = s.args, pinned_sidecar = s.pinned_sidecar }`.")
-			continue
-		}
-		var args []string
-		if e.Image.IsUnknown() || e.Args.IsUnknown() || e.Args.ElementsAs(ctx, &args, false).HasError() {
-			continue
-		}
-		if pinned.Container.Image != e.Image.ValueString() || !slices.Equal(pinned.Container.Args, args) {
-			diags.AddAttributeError(at, "pinned_sidecar of another sidecar",
-				"Its image and args are not this entry's: pass image, args and pinned_sidecar of the same kmshealth_rbac_proxy_sidecar.")
+	for _, a := range reconcilerPatternAttributes {
+		if a.validate != nil {
+			a.validate(&m, ctx, &resp.Diagnostics)
 		}
 	}
 }
@@ -544,77 +259,15 @@ func (r *reconcilerResource) ModifyPlan(ctx context.Context, req resource.Modify
 		return
 	}
 	planImage(&plan.Image, configImage, r.clients, &resp.Diagnostics)
-	r.warnFieldManager(ctx, &plan, state, &resp.Diagnostics)
-	r.warnTLSTargets(ctx, &plan, state, &resp.Diagnostics)
+	for _, a := range reconcilerPatternAttributes {
+		if a.warn != nil {
+			a.warn(r, ctx, &plan, state, &resp.Diagnostics)
+		}
+	}
 	plan.planEnforced(prior)
 	plan.setNames()
 	plan.ObjectsInSync = types.BoolValue(true)
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
-}
-
-// warnFieldManager warns, when a plan changes field_manager or ca_bundles,
-// about each kept APIService whose caBundle is owned by server-side apply
-// of other field managers only (a kmshealth_apiservice_cabundle with
-// another field_manager): the reconciler and it would take the field from
-// each other. One GET per kept APIService, and only then: a plan that
-// changes neither costs nothing.
-func (r *reconcilerResource) warnFieldManager(ctx context.Context, plan, state *reconcilerModel, diags *diag.Diagnostics) {
-	if plan.FieldManager.IsUnknown() || plan.CABundles.IsUnknown() || !r.clients.Known() ||
-		(state != nil && state.FieldManager.Equal(plan.FieldManager) && state.CABundles.Equal(plan.CABundles)) {
-		return
-	}
-	agg, err := r.clients.Aggregator()
-	if err != nil {
-		return // the apply reports the connection
-	}
-	manager := plan.FieldManager.ValueString()
-	for _, apiservice := range slices.Sorted(maps.Keys(plan.CABundles.Elements())) {
-		live, err := agg.ApiregistrationV1().APIServices().Get(ctx, apiservice, metav1.GetOptions{})
-		if err != nil {
-			continue // not there yet, or unreadable: nothing to compare
-		}
-		if owners := cabundle.BundleOwners(live); len(owners) > 0 && !slices.Contains(owners, manager) {
-			diags.AddAttributeWarning(path.Root("field_manager"), "Another field manager owns a caBundle this reconciler keeps",
-				fmt.Sprintf("spec.caBundle of APIService %q is owned by the field manager(s) %q, but the reconciler writes as %q: each would take the "+
-					"field from the other and every plan would show drift. Set field_manager to the field_manager of the kmshealth_apiservice_cabundle "+
-					"that manages %q (or the other way round).", apiservice, owners, manager, apiservice))
-		}
-	}
-}
-
-// warnTLSTargets warns, when a plan changes tls_profiles, about each
-// profile ConfigMap that already exists and lists other rollout targets
-// than given here: the reconciler's RBAC names exactly the targets given
-// here, so it could not keep the others. One GET per profile, and only
-// then.
-func (r *reconcilerResource) warnTLSTargets(ctx context.Context, plan, state *reconcilerModel, diags *diag.Diagnostics) {
-	if plan.TLSProfiles.IsUnknown() || !r.clients.Known() || (state != nil && state.TLSProfiles.Equal(plan.TLSProfiles)) {
-		return
-	}
-	profiles, d := plan.tlsProfiles(ctx)
-	if d.HasError() {
-		return // unknown targets: nothing to compare yet
-	}
-	core, err := r.clients.Core()
-	if err != nil {
-		return // the apply reports the connection
-	}
-	for i, p := range profiles {
-		live, err := core.CoreV1().ConfigMaps(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
-		if err != nil || live.Labels[tlsprofile.ProfileLabel] != "true" {
-			continue // not there yet, or not a profile: the reconciler reports it
-		}
-		_, targets, err := tlsprofile.FromConfigMap(live.Annotations)
-		if err != nil {
-			continue
-		}
-		given := reconcilerinstall.TLSProfile{Namespace: p.Namespace, Name: p.Name, Targets: targets}
-		if !sameTLSProfiles([]reconcilerinstall.TLSProfile{given}, []reconcilerinstall.TLSProfile{p}) {
-			diags.AddAttributeWarning(path.Root("tls_profiles").AtListIndex(i).AtName("rollout_targets"), "Rollout targets differ from the profile's",
-				fmt.Sprintf("ConfigMap %s lists the rollout targets [%s], but tls_profiles gives [%s]: the reconciler may annotate only the "+
-					"workloads given here. Set rollout_targets to the profile resource's rollout_targets.", p.ID(), tlsprofile.Describe(targets), tlsprofile.Describe(p.Targets)))
-		}
-	}
 }
 
 func (r *reconcilerResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
@@ -690,27 +343,8 @@ func (r *reconcilerResource) Read(ctx context.Context, req resource.ReadRequest,
 		}
 		state.setLiveResources(got.Resources)
 	}
-	bundles := make(map[string]string, len(got.CABundles))
-	for apiservice, s := range got.CABundles {
-		bundles[apiservice] = s.String()
-	}
-	recorded, diags := types.MapValueFrom(ctx, types.StringType, bundles)
-	resp.Diagnostics.Append(diags...)
-	state.CABundles = recorded
-	webhookBundles, diags := webhookBundlesValue(ctx, got.WebhookCABundles)
-	resp.Diagnostics.Append(diags...)
-	state.WebhookBundles = webhookBundles
-	// The profiles as recorded, in the configuration's order and shape when
-	// they are the same.
-	if !sameTLSProfiles(got.TLSProfiles, want.TLSProfiles) || state.TLSProfiles.IsNull() || state.TLSProfiles.IsUnknown() {
-		profiles, diags := tlsProfilesValue(ctx, got.TLSProfiles)
-		resp.Diagnostics.Append(diags...)
-		state.TLSProfiles = profiles
-	}
-	if !sameRBACProxies(got.RBACProxies, want.RBACProxies) || state.RBACProxies.IsNull() || state.RBACProxies.IsUnknown() {
-		proxies, diags := rbacProxiesValue(ctx, got.RBACProxies)
-		resp.Diagnostics.Append(diags...)
-		state.RBACProxies = proxies
+	for _, a := range reconcilerPatternAttributes {
+		resp.Diagnostics.Append(a.fromLive(ctx, &state, got, want)...)
 	}
 	state.setNames()
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
@@ -790,12 +424,3 @@ func (r *reconcilerResource) ImportState(ctx context.Context, req resource.Impor
 
 // reconcilerMode names the reconciler in the diagnostics of the shared glue.
 var reconcilerMode = installedMode{name: "reconciler", title: "Reconciler", workload: "Deployment", namespaceLabel: reconcilerinstall.NamespaceLabel}
-
-// rbacProxyKinds are the kinds a protected workload may be.
-func rbacProxyKinds() []string {
-	out := make([]string, 0, len(rbacproxy.Kinds()))
-	for _, k := range rbacproxy.Kinds() {
-		out = append(out, string(k))
-	}
-	return out
-}

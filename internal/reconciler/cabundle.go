@@ -25,6 +25,19 @@ const (
 	ReasonInvalidRecord   = "CABundleRecordInvalid"
 )
 
+// caBundlePatternReg is pattern 1 for APIServices. It runs whenever there
+// is a record (--record-configmap): the record's cabundle.<apiservice>
+// entries are its input, so a new one needs no restart.
+var caBundlePatternReg = Pattern{
+	Name:      "cabundle",
+	Enabled:   func(o Options) bool { return o.RecordConfigMap != "" },
+	EnabledBy: "--record-configmap",
+	New: func(c *Clients, o Options) (*controller.Controller, error) {
+		return controller.New(newCABundlePattern(c, o)), nil
+	},
+	Reasons: []string{ReasonRestored, ReasonSourceMissing, ReasonSourceInvalid, ReasonSourceForbidden, ReasonNotApplicable, ReasonInvalidRecord},
+}
+
 // caBundlePattern keeps every APIService the reconciler's record names
 // equal to its source. The record (a ConfigMap of the installation) is
 // the root; each APIService and each source is one field-selected watch.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -37,6 +38,60 @@ var (
 func init() {
 	controller.Registry.MustRegister(kmsDegraded, kmsOrphans)
 	kmsDegraded.Set(-1)
+}
+
+// Event reasons of the KMS aggregator; a rollup records
+// ReasonKMSRollup followed by the condition's status (True, False, Unknown).
+const (
+	ReasonKMSNodeConditionsRemoved = "NodeConditionsRemoved"
+	ReasonKMSRollupRemoved         = "RollupRemoved"
+	ReasonKMSRollup                = "KMSPluginsDegraded"
+)
+
+// KMSAggregatorOptions are the KMS aggregator's flags.
+type KMSAggregatorOptions struct {
+	KMSAggregator    bool
+	KMSTarget        string
+	KMSMaxStaleness  time.Duration
+	KMSExpectedNodes string // label selector of the Nodes that must report
+}
+
+// DefaultKMSExpectedNodes selects control-plane Nodes, where the reporter
+// DaemonSet runs by default.
+const DefaultKMSExpectedNodes = "node-role.kubernetes.io/control-plane"
+
+// kmsAggregatorPatternReg is pattern 4's reconciler half, on by default
+// (--kms-aggregator): its input is the target's conditions.
+var kmsAggregatorPatternReg = Pattern{
+	Name: "kms-aggregator",
+	AddFlags: func(o *Options, fs *pflag.FlagSet) {
+		fs.BoolVar(&o.KMSAggregator, "kms-aggregator", true, "roll the KMS reporters' node conditions up into KMSPluginsDegraded and remove those of deleted Nodes")
+		fs.StringVar(&o.KMSTarget, "kms-target", kmshealth.DefaultTarget().String(), "group/version/resource/name of the object whose status.conditions the reporters write")
+		fs.DurationVar(&o.KMSMaxStaleness, "kms-max-staleness", kmshealth.StalenessFactor*kmshealth.DefaultInterval, "a node whose last check is older than this is stale (4 × the reporters' --interval)")
+		fs.StringVar(&o.KMSExpectedNodes, "kms-expected-nodes", DefaultKMSExpectedNodes, `label selector of the Nodes that must report; "" means only the Nodes that have reported`)
+	},
+	Validate: func(o *Options) []error {
+		if !o.KMSAggregator {
+			return nil
+		}
+		var errs []error
+		if _, err := kmshealth.ParseTarget(o.KMSTarget); err != nil {
+			errs = append(errs, fmt.Errorf("--kms-target: %w", err))
+		}
+		if o.KMSMaxStaleness <= 0 {
+			errs = append(errs, fmt.Errorf("--kms-max-staleness=%s: must be positive", o.KMSMaxStaleness))
+		}
+		if _, err := labels.Parse(o.KMSExpectedNodes); err != nil {
+			errs = append(errs, fmt.Errorf("--kms-expected-nodes=%q: %w", o.KMSExpectedNodes, err))
+		}
+		return errs
+	},
+	Enabled:   func(o Options) bool { return o.KMSAggregator },
+	EnabledBy: "--kms-aggregator",
+	New: func(c *Clients, o Options) (*controller.Controller, error) {
+		return newController(newKMSAggregatorPattern(c, o))
+	},
+	Reasons: []string{ReasonKMSNodeConditionsRemoved, ReasonKMSRollupRemoved, ReasonKMSRollup + "True", ReasonKMSRollup + "False", ReasonKMSRollup + "Unknown"},
 }
 
 // kmsAggregatorPattern rolls the reporters' per-node conditions on the
@@ -184,17 +239,17 @@ func (p *kmsAggregatorPattern) Apply(ctx context.Context, o kmsObs, plan kmsheal
 			return controller.Change{}, err
 		}
 		kmsOrphans.Add(float64(len(removed)))
-		return controller.Change{Reason: "NodeConditionsRemoved", Action: "Remove",
+		return controller.Change{Reason: ReasonKMSNodeConditionsRemoved, Action: "Remove",
 			Note: "Removed the conditions of deleted Nodes: " + strings.Join(removed, ", ")}, nil
 	case plan.RemoveDegraded:
 		_, err := kmshealth.RemoveConditions(ctx, p.dyn, p.target, o.obj, func(t string) bool { return t == kmshealth.DegradedCondition })
-		return controller.Change{Reason: "RollupRemoved", Action: "Remove", Note: "No reporter reports: " + kmshealth.DegradedCondition + " removed"}, err
+		return controller.Change{Reason: ReasonKMSRollupRemoved, Action: "Remove", Note: "No reporter reports: " + kmshealth.DegradedCondition + " removed"}, err
 	}
 	if err := kmshealth.ApplyCondition(ctx, p.dyn, p.target, o.obj.GetKind(), *plan.Degraded, kmshealth.AggregatorFieldManager); err != nil {
 		return controller.Change{}, err
 	}
 	d := plan.Degraded
-	return controller.Change{Reason: "KMSPluginsDegraded" + string(d.Status), Action: "Rollup",
+	return controller.Change{Reason: ReasonKMSRollup + string(d.Status), Action: "Rollup",
 		Note: fmt.Sprintf("%s=%s (%s): %s", kmshealth.DegradedCondition, d.Status, d.Reason, d.Message)}, nil
 }
 

@@ -9,19 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/incluster"
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/rbacproxy"
 )
 
 // Options are the reconcile mode's flags. Validate runs before anything
@@ -43,23 +38,9 @@ type Options struct {
 	// the reconciler keeps (kmshealth_reconciler writes it); "" keeps no
 	// caBundle.
 	RecordConfigMap string
-	// KMS health aggregator.
-	KMSAggregator    bool
-	KMSTarget        string
-	KMSMaxStaleness  time.Duration
-	KMSExpectedNodes string // label selector of the Nodes that must report
-	// TLSProfileConfigMaps are the profile ConfigMaps (<namespace>/<name>)
-	// whose profile.json and rollout targets the reconciler keeps.
-	TLSProfileConfigMaps []string
-	// RBACProxyConfigMaps are the config ConfigMaps (<namespace>/<name>)
-	// of kmshealth_rbac_proxy_sidecar whose workload's sidecar the
-	// reconciler puts back.
-	RBACProxyConfigMaps []string
+	// The patterns' own flags (patterns.go).
+	patternOptions
 }
-
-// DefaultKMSExpectedNodes selects control-plane Nodes, where the reporter
-// DaemonSet runs by default.
-const DefaultKMSExpectedNodes = "node-role.kubernetes.io/control-plane"
 
 // DefaultNamespace is used when neither --namespace nor POD_NAMESPACE is set.
 const DefaultNamespace = "kmshealth-system"
@@ -86,14 +67,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Identity, "leader-elect-identity", host+"_"+fmt.Sprint(os.Getpid()), "this replica's identity in the Lease")
 	o.Metrics.AddFlags(fs, ":8443")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", `address for /healthz and /readyz; "0" disables it`)
-	fs.StringSliceVar(&o.TLSProfileConfigMaps, "tls-profile-configmaps", nil, "TLS profile ConfigMaps (<namespace>/<name>, comma-separated or repeated) whose profile.json and rollout targets' hash to keep, following the cluster's APIServer for source = cluster")
-	fs.StringSliceVar(&o.RBACProxyConfigMaps, "rbac-proxy-configmaps", nil, "config ConfigMaps of kmshealth_rbac_proxy_sidecar (<namespace>/kmshealth-rbac-proxy-<kind>-<workload>, comma-separated or repeated): the kube-rbac-proxy sidecar each records is put back into its workload when removed or changed")
 	fs.StringVar(&o.FieldManager, "field-manager", cabundle.DefaultFieldManager, "server-side apply field manager of the caBundles kept (APIServices, webhooks, CRD conversion): the field_manager of the kmshealth_*_cabundle resources; every other pattern writes as "+kube.FieldManager+", as its resource does")
 	fs.IntVar(&o.Workers, "workers", 2, "concurrent reconciles")
-	fs.BoolVar(&o.KMSAggregator, "kms-aggregator", true, "roll the KMS reporters' node conditions up into KMSPluginsDegraded and remove those of deleted Nodes")
-	fs.StringVar(&o.KMSTarget, "kms-target", kmshealth.DefaultTarget().String(), "group/version/resource/name of the object whose status.conditions the reporters write")
-	fs.DurationVar(&o.KMSMaxStaleness, "kms-max-staleness", kmshealth.StalenessFactor*kmshealth.DefaultInterval, "a node whose last check is older than this is stale (4 × the reporters' --interval)")
-	fs.StringVar(&o.KMSExpectedNodes, "kms-expected-nodes", DefaultKMSExpectedNodes, `label selector of the Nodes that must report; "" means only the Nodes that have reported`)
+	for _, p := range Patterns {
+		if p.AddFlags != nil {
+			p.AddFlags(o, fs)
+		}
+	}
 }
 
 // Validate reports every bad flag at once, each naming the flag.
@@ -134,71 +114,13 @@ func (o *Options) Validate() error {
 	if o.FieldManager == "" || len(o.FieldManager) > 128 {
 		errs = append(errs, fmt.Errorf("--field-manager=%q: must be 1 to 128 characters", o.FieldManager))
 	}
-	if o.KMSAggregator {
-		if _, err := kmshealth.ParseTarget(o.KMSTarget); err != nil {
-			errs = append(errs, fmt.Errorf("--kms-target: %w", err))
-		}
-		if o.KMSMaxStaleness <= 0 {
-			errs = append(errs, fmt.Errorf("--kms-max-staleness=%s: must be positive", o.KMSMaxStaleness))
-		}
-		if _, err := labels.Parse(o.KMSExpectedNodes); err != nil {
-			errs = append(errs, fmt.Errorf("--kms-expected-nodes=%q: %w", o.KMSExpectedNodes, err))
+	for _, p := range Patterns {
+		if p.Validate != nil {
+			errs = append(errs, p.Validate(o)...)
 		}
 	}
-	for _, n := range o.TLSProfileConfigMaps {
-		ns, name, ok := strings.Cut(n, "/")
-		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-			errs = append(errs, fmt.Errorf("--tls-profile-configmaps: %q is not <namespace>/<name>", n))
-		}
-	}
-	errs = append(errs, validateRBACProxyConfigMaps(o.RBACProxyConfigMaps)...)
 	if o.Workers < 1 {
 		errs = append(errs, fmt.Errorf("--workers=%d: must be at least 1", o.Workers))
 	}
 	return errors.Join(errs...)
-}
-
-// validateRBACProxyConfigMaps checks each --rbac-proxy-configmaps entry
-// is <namespace>/<name> with a name kmshealth_rbac_proxy_sidecar gives its
-// config ConfigMaps, named once.
-func validateRBACProxyConfigMaps(refs []string) []error {
-	var errs []error
-	seen := map[string]bool{}
-	for _, n := range refs {
-		bad := func(format string, args ...any) {
-			errs = append(errs, fmt.Errorf("--rbac-proxy-configmaps: %q %s", n, fmt.Sprintf(format, args...)))
-		}
-		ns, name, ok := strings.Cut(n, "/")
-		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-			bad("is not <namespace>/<name>")
-			continue
-		}
-		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
-			bad("names namespace %q, which is not a namespace name (%s)", ns, strings.Join(msgs, "; "))
-		}
-		if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
-			bad("names %q, which is not a ConfigMap name (%s)", name, strings.Join(msgs, "; "))
-		} else if !rbacProxyConfigMapName(name) {
-			bad("is not a config ConfigMap of kmshealth_rbac_proxy_sidecar: their names are %s", strings.Join(rbacProxyConfigMapPrefixes(), "<workload>, ")+"<workload>")
-		}
-		if seen[n] {
-			bad("is named twice")
-		}
-		seen[n] = true
-	}
-	return errs
-}
-
-// rbacProxyConfigMapPrefixes are how rbacproxy.ObjectName begins for each
-// kind it protects ("kmshealth-rbac-proxy-deployment-", …).
-func rbacProxyConfigMapPrefixes() []string {
-	var out []string
-	for _, k := range rbacproxy.Kinds() {
-		out = append(out, strings.TrimSuffix(rbacproxy.ObjectName(rbacproxy.Target{Kind: k, Name: "x"}), "x"))
-	}
-	return out
-}
-
-func rbacProxyConfigMapName(name string) bool {
-	return slices.ContainsFunc(rbacProxyConfigMapPrefixes(), func(p string) bool { return len(name) > len(p) && strings.HasPrefix(name, p) })
 }

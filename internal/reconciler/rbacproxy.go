@@ -6,12 +6,14 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/controller"
@@ -24,6 +26,33 @@ const (
 	ReasonRBACProxyRestored      = "RBACProxySidecarRestored"
 	ReasonRBACProxyRecordInvalid = "RBACProxyRecordInvalid"
 )
+
+// RBACProxyConfigMapsFlag names the config ConfigMaps whose sidecar to keep.
+const RBACProxyConfigMapsFlag = "rbac-proxy-configmaps"
+
+// RBACProxyOptions are the rbac proxy controller's flags.
+type RBACProxyOptions struct {
+	// RBACProxyConfigMaps are the config ConfigMaps (<namespace>/<name>)
+	// of kmshealth_rbac_proxy_sidecar whose workload's sidecar the
+	// reconciler puts back.
+	RBACProxyConfigMaps []string
+}
+
+// rbacProxyPatternReg is pattern 3: its roots are the config ConfigMaps
+// of --rbac-proxy-configmaps, what to keep is each one's record.json.
+var rbacProxyPatternReg = Pattern{
+	Name: "rbacproxy",
+	AddFlags: func(o *Options, fs *pflag.FlagSet) {
+		fs.StringSliceVar(&o.RBACProxyConfigMaps, RBACProxyConfigMapsFlag, nil, "config ConfigMaps of kmshealth_rbac_proxy_sidecar (<namespace>/kmshealth-rbac-proxy-<kind>-<workload>, comma-separated or repeated): the kube-rbac-proxy sidecar each records is put back into its workload when removed or changed")
+	},
+	Validate:  func(o *Options) []error { return validateRBACProxyConfigMaps(o.RBACProxyConfigMaps) },
+	Enabled:   func(o Options) bool { return len(o.RBACProxyConfigMaps) > 0 },
+	EnabledBy: "--" + RBACProxyConfigMapsFlag,
+	New: func(c *Clients, o Options) (*controller.Controller, error) {
+		return newController(newRBACProxyPattern(c, o))
+	},
+	Reasons: []string{ReasonRBACProxyRestored, ReasonRBACProxyRecordInvalid},
+}
 
 // rbacProxyPattern puts the kube-rbac-proxy sidecar back into every
 // workload a named config ConfigMap records, when something (a Helm
@@ -256,4 +285,49 @@ func restoreNote(cm *corev1.ConfigMap, diffs []string) string {
 		note = note[:maxNote-3] + "..."
 	}
 	return note
+}
+
+// validateRBACProxyConfigMaps checks each --rbac-proxy-configmaps entry
+// is <namespace>/<name> with a name kmshealth_rbac_proxy_sidecar gives its
+// config ConfigMaps, named once.
+func validateRBACProxyConfigMaps(refs []string) []error {
+	var errs []error
+	seen := map[string]bool{}
+	for _, n := range refs {
+		bad := func(format string, args ...any) {
+			errs = append(errs, fmt.Errorf("--rbac-proxy-configmaps: %q %s", n, fmt.Sprintf(format, args...)))
+		}
+		ns, name, ok := strings.Cut(n, "/")
+		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			bad("is not <namespace>/<name>")
+			continue
+		}
+		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+			bad("names namespace %q, which is not a namespace name (%s)", ns, strings.Join(msgs, "; "))
+		}
+		if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+			bad("names %q, which is not a ConfigMap name (%s)", name, strings.Join(msgs, "; "))
+		} else if !rbacProxyConfigMapName(name) {
+			bad("is not a config ConfigMap of kmshealth_rbac_proxy_sidecar: their names are %s", strings.Join(rbacProxyConfigMapPrefixes(), "<workload>, ")+"<workload>")
+		}
+		if seen[n] {
+			bad("is named twice")
+		}
+		seen[n] = true
+	}
+	return errs
+}
+
+// rbacProxyConfigMapPrefixes are how rbacproxy.ObjectName begins for each
+// kind it protects ("kmshealth-rbac-proxy-deployment-", …).
+func rbacProxyConfigMapPrefixes() []string {
+	var out []string
+	for _, k := range rbacproxy.Kinds() {
+		out = append(out, strings.TrimSuffix(rbacproxy.ObjectName(rbacproxy.Target{Kind: k, Name: "x"}), "x"))
+	}
+	return out
+}
+
+func rbacProxyConfigMapName(name string) bool {
+	return slices.ContainsFunc(rbacProxyConfigMapPrefixes(), func(p string) bool { return len(name) > len(p) && strings.HasPrefix(name, p) })
 }

@@ -3,6 +3,8 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -79,8 +81,8 @@ func newClients(cfg *rest.Config) (*Clients, error) {
 	return c, nil
 }
 
-// Run runs the reconciler until ctx ends, then releases the Lease. Each
-// controller is one line here.
+// Run runs the reconciler until ctx ends, then releases the Lease: one
+// controller for each of Patterns that o enables.
 func Run(ctx context.Context, o Options, version string) error {
 	cfg, err := incluster.RESTConfig(o.Kubeconfig, "kmshealth-reconciler/"+version)
 	if err != nil {
@@ -91,32 +93,23 @@ func Run(ctx context.Context, o Options, version string) error {
 		return err
 	}
 	var controllers []*controller.Controller
-	if o.RecordConfigMap != "" {
-		controllers = append(controllers, controller.New(newCABundlePattern(c, o)), controller.New(newWebhookCABundlePattern(c, o)))
-	}
-	if o.KMSAggregator {
-		p, err := newKMSAggregatorPattern(c, o)
-		if err != nil {
-			return err
+	var enablers []string
+	for _, p := range Patterns {
+		if !slices.Contains(enablers, p.EnabledBy) {
+			enablers = append(enablers, p.EnabledBy)
 		}
-		controllers = append(controllers, controller.New(p))
-	}
-	if len(o.TLSProfileConfigMaps) > 0 {
-		p, err := newTLSProfilePattern(c, o.TLSProfileConfigMaps)
-		if err != nil {
-			return err
+		if !p.Enabled(o) {
+			continue
 		}
-		controllers = append(controllers, controller.New(p))
-	}
-	if len(o.RBACProxyConfigMaps) > 0 {
-		p, err := newRBACProxyPattern(c, o)
+		ctl, err := p.New(c, o)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s controller: %w", p.Name, err)
 		}
-		controllers = append(controllers, controller.New(p))
+		controllers = append(controllers, ctl)
 	}
 	if len(controllers) == 0 {
-		return fmt.Errorf("nothing to reconcile: set --record-configmap, --kms-aggregator, --tls-profile-configmaps or --rbac-proxy-configmaps")
+		last := len(enablers) - 1
+		return fmt.Errorf("nothing to reconcile: set %s or %s", strings.Join(enablers[:last], ", "), enablers[last])
 	}
 	klog.InfoS("Started", "leaderElect", o.LeaderElect, "identity", o.Identity, "controllers", len(controllers))
 	return controller.Run(ctx, controller.ManagerOptions{

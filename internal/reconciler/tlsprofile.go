@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -23,6 +24,41 @@ const (
 	ReasonTLSProfileInvalid    = "TLSProfileInvalid"
 	ReasonTLSProfileUnresolved = "TLSProfileUnresolvable"
 )
+
+// TLSProfileConfigMapsFlag names the profile ConfigMaps to keep.
+const TLSProfileConfigMapsFlag = "tls-profile-configmaps"
+
+// TLSProfileOptions are the TLS profile controller's flags.
+type TLSProfileOptions struct {
+	// TLSProfileConfigMaps are the profile ConfigMaps (<namespace>/<name>)
+	// whose profile.json and rollout targets the reconciler keeps.
+	TLSProfileConfigMaps []string
+}
+
+// tlsProfilePatternReg is pattern 2: its roots are the ConfigMaps of
+// --tls-profile-configmaps, what to keep of each is in its annotations.
+var tlsProfilePatternReg = Pattern{
+	Name: "tlsprofile",
+	AddFlags: func(o *Options, fs *pflag.FlagSet) {
+		fs.StringSliceVar(&o.TLSProfileConfigMaps, TLSProfileConfigMapsFlag, nil, "TLS profile ConfigMaps (<namespace>/<name>, comma-separated or repeated) whose profile.json and rollout targets' hash to keep, following the cluster's APIServer for source = cluster")
+	},
+	Validate: func(o *Options) []error {
+		var errs []error
+		for _, n := range o.TLSProfileConfigMaps {
+			ns, name, ok := strings.Cut(n, "/")
+			if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+				errs = append(errs, fmt.Errorf("--%s: %q is not <namespace>/<name>", TLSProfileConfigMapsFlag, n))
+			}
+		}
+		return errs
+	},
+	Enabled:   func(o Options) bool { return len(o.TLSProfileConfigMaps) > 0 },
+	EnabledBy: "--" + TLSProfileConfigMapsFlag,
+	New: func(c *Clients, o Options) (*controller.Controller, error) {
+		return newController(newTLSProfilePattern(c, o.TLSProfileConfigMaps))
+	},
+	Reasons: []string{ReasonTLSProfileSynced, ReasonTLSProfileInvalid, ReasonTLSProfileUnresolved},
+}
 
 // tlsProfilePattern keeps each named profile ConfigMap's profile.json equal
 // to its profile resolved again (from its recorded spec, or from the

@@ -15,6 +15,20 @@ import (
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/controller"
 )
 
+// webhookCABundlePatternReg is pattern 1 for webhook configurations and
+// CRD conversion webhooks: like caBundlePatternReg, its input is the
+// record (cabundle-validating.*, cabundle-mutating.*, cabundle-crd.*), and
+// it records the same Event reasons.
+var webhookCABundlePatternReg = Pattern{
+	Name:      "webhook-cabundle",
+	Enabled:   func(o Options) bool { return o.RecordConfigMap != "" },
+	EnabledBy: "--record-configmap",
+	New: func(c *Clients, o Options) (*controller.Controller, error) {
+		return controller.New(newWebhookCABundlePattern(c, o)), nil
+	},
+	Reasons: []string{ReasonRestored, ReasonSourceMissing, ReasonSourceInvalid, ReasonSourceForbidden, ReasonNotApplicable, ReasonInvalidRecord},
+}
+
 // webhookCABundlePattern keeps the caBundles of every webhook
 // configuration and CRD conversion webhook the reconciler's record names
 // equal to their source: the caBundle controller's loop over

@@ -1,13 +1,8 @@
 package reconcilerinstall
 
 import (
-	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -16,39 +11,31 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
-	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/rbacproxy"
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
 )
 
 // Objects are the apply configurations of one installation, each holding
 // only the fields kmshealth owns.
 type Objects struct {
-	Namespace           *corev1ac.NamespaceApplyConfiguration // nil unless Config.CreateNamespace
-	ServiceAccount      *corev1ac.ServiceAccountApplyConfiguration
-	ClusterRole         *rbacv1ac.ClusterRoleApplyConfiguration
-	ClusterRoleBinding  *rbacv1ac.ClusterRoleBindingApplyConfiguration
-	LeaderRole          *rbacv1ac.RoleApplyConfiguration
-	LeaderRoleBinding   *rbacv1ac.RoleBindingApplyConfiguration
-	EventsRole          *rbacv1ac.RoleApplyConfiguration
-	EventsRoleBinding   *rbacv1ac.RoleBindingApplyConfiguration
-	SourceRoles         []*rbacv1ac.RoleApplyConfiguration // one per source namespace, sorted
-	SourceRoleBindings  []*rbacv1ac.RoleBindingApplyConfiguration
-	TLSRoles            []*rbacv1ac.RoleApplyConfiguration // one per namespace of TLSNamespaces, sorted
-	TLSRoleBindings     []*rbacv1ac.RoleBindingApplyConfiguration
-	RBACProxyRoles      []*rbacv1ac.RoleApplyConfiguration // one per namespace of RBACProxyNamespaces, sorted
-	RBACProxyBindings   []*rbacv1ac.RoleBindingApplyConfiguration
+	Namespace          *corev1ac.NamespaceApplyConfiguration // nil unless Config.CreateNamespace
+	ServiceAccount     *corev1ac.ServiceAccountApplyConfiguration
+	ClusterRole        *rbacv1ac.ClusterRoleApplyConfiguration
+	ClusterRoleBinding *rbacv1ac.ClusterRoleBindingApplyConfiguration
+	LeaderRole         *rbacv1ac.RoleApplyConfiguration
+	LeaderRoleBinding  *rbacv1ac.RoleBindingApplyConfiguration
+	EventsRole         *rbacv1ac.RoleApplyConfiguration
+	EventsRoleBinding  *rbacv1ac.RoleBindingApplyConfiguration
+	// Roles and RoleBindings are the patterns' Roles (PatternRoles): per
+	// pattern one per namespace, sorted.
+	Roles               []*rbacv1ac.RoleApplyConfiguration
+	RoleBindings        []*rbacv1ac.RoleBindingApplyConfiguration
 	Record              *corev1ac.ConfigMapApplyConfiguration
 	Deployment          *appsv1ac.DeploymentApplyConfiguration
 	PodDisruptionBudget *policyv1ac.PodDisruptionBudgetApplyConfiguration // nil when Replicas is 1
@@ -75,29 +62,11 @@ func Build(c Config) (Objects, error) {
 	if c.CreateNamespace {
 		o.Namespace = BuildNamespace(c)
 	}
-	for _, ns := range c.SourceNamespaces() {
-		o.SourceRoles = append(o.SourceRoles, BuildSourcesRole(c, ns))
-		o.SourceRoleBindings = append(o.SourceRoleBindings, BuildSourcesRoleBinding(c, ns))
-	}
-	for _, ns := range c.TLSNamespaces() {
-		o.TLSRoles = append(o.TLSRoles, BuildTLSProfilesRole(c, ns))
-		o.TLSRoleBindings = append(o.TLSRoleBindings, BuildTLSProfilesRoleBinding(c, ns))
-	}
-	for _, ns := range c.RBACProxyNamespaces() {
-		o.RBACProxyRoles = append(o.RBACProxyRoles, BuildRBACProxiesRole(c, ns))
-		o.RBACProxyBindings = append(o.RBACProxyBindings, BuildRBACProxiesRoleBinding(c, ns))
-	}
+	o.Roles, o.RoleBindings = PatternRoles(c)
 	if c.Replicas > 1 {
 		o.PodDisruptionBudget = BuildPodDisruptionBudget(c)
 	}
 	return o, nil
-}
-
-// webhookResources are the API resources of the webhook caBundle kinds.
-var webhookResources = []struct{ kind, group, resource string }{
-	{cabundle.KindValidatingWebhookConfiguration, admissionregistrationv1.GroupName, "validatingwebhookconfigurations"},
-	{cabundle.KindMutatingWebhookConfiguration, admissionregistrationv1.GroupName, "mutatingwebhookconfigurations"},
-	{cabundle.KindCustomResourceDefinition, apiextensionsv1.GroupName, "customresourcedefinitions"},
 }
 
 // BuildNamespace is the namespace kmshealth creates when asked to. It
@@ -119,49 +88,20 @@ func (c Config) subject() *rbacv1ac.SubjectApplyConfiguration {
 	return rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(c.ServiceAccountName()).WithNamespace(c.Namespace)
 }
 
-// BuildClusterRole grants what the controllers need cluster-wide: the
-// caBundle controller's APIServices, exactly those kept (each watched by
-// name, then patched by server-side apply); the KMS aggregator's Node
-// metadata (list/watch), the KMSHealth CRD and the one KMSHealth object
-// "cluster" (read and watched by name, status patched); TokenReviews and
-// SubjectAccessReviews, to authenticate and authorize /metrics callers.
+// BuildClusterRole grants what the controllers need cluster-wide:
+// TokenReviews and SubjectAccessReviews, to authenticate and authorize
+// /metrics callers, then each pattern's ClusterRules in Patterns order,
+// each naming its objects (the APIServices, webhook configurations and
+// CRDs kept, the KMS target, …; only Nodes, as metadata, are listed whole).
 // Nothing about Secrets or ConfigMaps: those are granted per object by the
-// sources Roles and the leader-election Role.
+// patterns' Roles and the leader-election Role.
 func BuildClusterRole(c Config) *rbacv1ac.ClusterRoleApplyConfiguration {
-	var rules []*rbacv1ac.PolicyRuleApplyConfiguration
-	if names := c.APIServices(); len(names) > 0 {
-		rules = append(rules, rbacv1ac.PolicyRule().WithAPIGroups(apiregv1.GroupName).WithResources("apiservices").
-			WithResourceNames(names...).WithVerbs("get", "list", "watch", "patch"))
-	}
-	// The webhook caBundle controller's objects, exactly those kept.
-	for _, r := range webhookResources {
-		if names := c.WebhookNames(r.kind); len(names) > 0 {
-			rules = append(rules, rbacv1ac.PolicyRule().WithAPIGroups(r.group).WithResources(r.resource).
-				WithResourceNames(names...).WithVerbs("get", "list", "watch", "patch"))
-		}
-	}
-	rules = append(rules,
+	// Every installation authenticates and authorizes /metrics callers;
+	// the rest is the patterns'.
+	rules := append([]*rbacv1ac.PolicyRuleApplyConfiguration{
 		rbacv1ac.PolicyRule().WithAPIGroups(authenticationv1.GroupName).WithResources("tokenreviews").WithVerbs("create"),
 		rbacv1ac.PolicyRule().WithAPIGroups(authorizationv1.GroupName).WithResources("subjectaccessreviews").WithVerbs("create"),
-		rbacv1ac.PolicyRule().WithAPIGroups(corev1.GroupName).WithResources("nodes").WithVerbs("list", "watch"),
-	)
-	t := c.kmsTarget()
-	if t.IsDefault() {
-		// The aggregator watches the CRD so a cluster without it costs no polling.
-		rules = append(rules, rbacv1ac.PolicyRule().WithAPIGroups(kmshealth.CRDGVR.Group).WithResources(kmshealth.CRDGVR.Resource).
-			WithResourceNames(kmshealth.CRDName).WithVerbs("get", "list", "watch"))
-	}
-	rules = append(rules,
-		rbacv1ac.PolicyRule().WithAPIGroups(t.Group).WithResources(t.Resource).WithResourceNames(t.Name).WithVerbs("get", "list", "watch"),
-		rbacv1ac.PolicyRule().WithAPIGroups(t.Group).WithResources(t.Resource+"/status").WithResourceNames(t.Name).WithVerbs("patch"),
-	)
-	if len(c.TLSProfiles) > 0 {
-		// The TLS profile controller follows OpenShift's APIServer "cluster"
-		// (read only; a cluster without that API costs one idle watch).
-		gvr := tlsprofile.APIServerGVR()
-		rules = append(rules, rbacv1ac.PolicyRule().WithAPIGroups(gvr.Group).WithResources(gvr.Resource).
-			WithResourceNames(tlsprofile.APIServerName).WithVerbs("get", "list", "watch"))
-	}
+	}, patternClusterRules(c)...)
 	return rbacv1ac.ClusterRole(c.ClusterRoleName()).
 		WithLabels(c.Labels(ComponentReconciler)).
 		WithRules(rules...)
@@ -222,172 +162,17 @@ func BuildEventsRoleBinding(c Config) *rbacv1ac.RoleBindingApplyConfiguration {
 	return c.roleBinding(c.EventsRoleName(), EventsNamespace, ComponentEvents)
 }
 
-// BuildRecord is the reconciler's record of what it keeps: one entry per
-// APIService, with its source (the reconciler watches it, so a new entry
-// needs no restart; an installer that rewrites an APIService cannot drop
-// it), and one per TLS profile ConfigMap with its rollout targets (read
-// back for import and drift; the reconciler learns the targets from the
-// profile ConfigMap itself).
+// BuildRecord is the reconciler's record of what it keeps: each pattern's
+// entries (Pattern.Record), under its own key prefix. The caBundle
+// controllers watch it (a new entry needs no restart; an installer that
+// rewrites an APIService or webhook configuration cannot drop it); the TLS
+// profile and rbac proxy entries are read back for import and drift.
 func BuildRecord(c Config) *corev1ac.ConfigMapApplyConfiguration {
 	ac := corev1ac.ConfigMap(c.RecordName(), c.Namespace).WithLabels(c.Labels(ComponentRecord))
-	if len(c.CABundles) > 0 { // an empty map would not round-trip
-		ac.WithData(cabundle.RecordData(c.CABundles))
-	}
-	if len(c.WebhookCABundles) > 0 {
-		ac.WithData(cabundle.TargetRecordData(c.WebhookCABundles))
-	}
-	if len(c.TLSProfiles) > 0 {
-		ac.WithData(tlsProfilesRecord(c.TLSProfiles))
-	}
-	if len(c.RBACProxies) > 0 {
-		ac.WithData(rbacProxiesRecord(c.RBACProxies))
+	if data := patternRecord(c); len(data) > 0 { // an empty map would not round-trip
+		ac.WithData(data)
 	}
 	return ac
-}
-
-// rbacProxyRecordPrefix prefixes the record's rbac proxy keys:
-// "rbacproxy.<namespace>.<kind>.<workload>" (shortened as a label value)
-// = the RBACProxy as JSON.
-const rbacProxyRecordPrefix = "rbacproxy."
-
-func rbacProxiesRecord(proxies []RBACProxy) map[string]string {
-	out := make(map[string]string, len(proxies))
-	for _, p := range proxies {
-		b, _ := json.Marshal(p) // strings only: cannot fail
-		out[rbacProxyRecordPrefix+p.Target.Namespace+"."+rbacproxy.ForLabelValue(p.Target)] = string(b)
-	}
-	return out
-}
-
-// rbacProxiesFromRecord reads the record's rbac proxies, sorted by
-// workload; entries that do not parse are left out.
-func rbacProxiesFromRecord(data map[string]string) []RBACProxy {
-	var out []RBACProxy
-	for k, v := range data {
-		if !strings.HasPrefix(k, rbacProxyRecordPrefix) {
-			continue
-		}
-		var p RBACProxy
-		if json.Unmarshal([]byte(v), &p) != nil {
-			continue
-		}
-		out = append(out, p)
-	}
-	slices.SortFunc(out, func(a, b RBACProxy) int { return strings.Compare(a.Target.String(), b.Target.String()) })
-	return out
-}
-
-// BuildRBACProxiesRole is the Role in namespace ns that lets the rbac
-// proxy controller read and watch the config ConfigMaps there and read,
-// watch and patch the protected workloads there, each by name, and record
-// Events about them. The admission policy narrows patch to the sidecar.
-func BuildRBACProxiesRole(c Config, ns string) *rbacv1ac.RoleApplyConfiguration {
-	var cms []string
-	byResource := map[string][]string{}
-	for _, p := range c.RBACProxies {
-		if p.Target.Namespace != ns {
-			continue
-		}
-		cms = append(cms, rbacproxy.ObjectName(p.Target))
-		byResource[p.resource()] = append(byResource[p.resource()], p.Target.Name)
-	}
-	slices.Sort(cms)
-	rules := []*rbacv1ac.PolicyRuleApplyConfiguration{
-		rbacv1ac.PolicyRule().WithAPIGroups(corev1.GroupName).WithResources("configmaps").
-			WithResourceNames(slices.Compact(cms)...).WithVerbs("get", "list", "watch"),
-		rbacv1ac.PolicyRule().WithAPIGroups(eventsv1.GroupName).WithResources("events").WithVerbs("create", "patch"),
-	}
-	for _, res := range slices.Sorted(maps.Keys(byResource)) {
-		names := byResource[res]
-		slices.Sort(names)
-		rules = append(rules, rbacv1ac.PolicyRule().WithAPIGroups(appsv1.GroupName).WithResources(res).
-			WithResourceNames(slices.Compact(names)...).WithVerbs("get", "list", "watch", "patch"))
-	}
-	return rbacv1ac.Role(c.RBACProxyRoleName(), ns).WithLabels(c.Labels(ComponentRBACProxies)).WithRules(rules...)
-}
-
-// BuildRBACProxiesRoleBinding binds the rbac proxies Role in ns.
-func BuildRBACProxiesRoleBinding(c Config, ns string) *rbacv1ac.RoleBindingApplyConfiguration {
-	return c.roleBinding(c.RBACProxyRoleName(), ns, ComponentRBACProxies)
-}
-
-// tlsProfileRecordPrefix prefixes the record's TLS profile keys:
-// "tlsprofile.<namespace>.<name>" = the rollout targets as JSON. A
-// namespace holds no dot, so the key splits unambiguously.
-const tlsProfileRecordPrefix = "tlsprofile."
-
-func tlsProfilesRecord(profiles []TLSProfile) map[string]string {
-	out := make(map[string]string, len(profiles))
-	for _, p := range profiles {
-		targets := p.Targets
-		if targets == nil {
-			targets = []tlsprofile.Target{}
-		}
-		b, _ := json.Marshal(targets) // strings only: cannot fail
-		out[tlsProfileRecordPrefix+p.Namespace+"."+p.Name] = string(b)
-	}
-	return out
-}
-
-// tlsProfilesFromRecord reads the record's TLS profiles, sorted by
-// namespace/name; entries that do not parse are left out.
-func tlsProfilesFromRecord(data map[string]string) []TLSProfile {
-	var out []TLSProfile
-	for k, v := range data {
-		rest, ok := strings.CutPrefix(k, tlsProfileRecordPrefix)
-		if !ok {
-			continue
-		}
-		ns, name, ok := strings.Cut(rest, ".")
-		if !ok {
-			continue
-		}
-		p := TLSProfile{Namespace: ns, Name: name}
-		if json.Unmarshal([]byte(v), &p.Targets) != nil {
-			continue
-		}
-		out = append(out, p)
-	}
-	slices.SortFunc(out, func(a, b TLSProfile) int { return strings.Compare(a.ID(), b.ID()) })
-	return out
-}
-
-// BuildTLSProfilesRole is the Role in namespace ns that lets the TLS
-// profile controller keep the profile ConfigMaps there (read, watch and
-// patch each by name, and record Events about them) and annotate the
-// rollout targets there (read, watch and patch each by name). The admission
-// policies narrow patch to profile.json and the hash annotation.
-func BuildTLSProfilesRole(c Config, ns string) *rbacv1ac.RoleApplyConfiguration {
-	var cms []string
-	for _, p := range c.TLSProfiles {
-		if p.Namespace == ns {
-			cms = append(cms, p.Name)
-		}
-	}
-	var rules []*rbacv1ac.PolicyRuleApplyConfiguration
-	if len(cms) > 0 {
-		slices.Sort(cms)
-		rules = append(rules,
-			rbacv1ac.PolicyRule().WithAPIGroups(corev1.GroupName).WithResources("configmaps").
-				WithResourceNames(slices.Compact(cms)...).WithVerbs("get", "list", "watch", "patch"),
-			rbacv1ac.PolicyRule().WithAPIGroups(eventsv1.GroupName).WithResources("events").WithVerbs("create", "patch"))
-	}
-	byResource := map[string][]string{}
-	for _, t := range c.tlsTargets() {
-		if t.Namespace == ns {
-			byResource[tlsprofile.TargetResource(t.Kind)] = append(byResource[tlsprofile.TargetResource(t.Kind)], t.Name)
-		}
-	}
-	for _, res := range slices.Sorted(maps.Keys(byResource)) {
-		rules = append(rules, rbacv1ac.PolicyRule().WithAPIGroups(appsv1.GroupName).WithResources(res).
-			WithResourceNames(byResource[res]...).WithVerbs("get", "list", "watch", "patch"))
-	}
-	return rbacv1ac.Role(c.TLSProfileRoleName(), ns).WithLabels(c.Labels(ComponentTLSProfiles)).WithRules(rules...)
-}
-
-// BuildTLSProfilesRoleBinding binds the TLS profiles Role in ns.
-func BuildTLSProfilesRoleBinding(c Config, ns string) *rbacv1ac.RoleBindingApplyConfiguration {
-	return c.roleBinding(c.TLSProfileRoleName(), ns, ComponentTLSProfiles)
 }
 
 // roleBinding binds the Role name in ns to the ServiceAccount.
@@ -403,62 +188,6 @@ func BuildLeaderRoleBinding(c Config) *rbacv1ac.RoleBindingApplyConfiguration {
 	return c.roleBinding(c.LeaderElectionRoleName(), c.Namespace, ComponentLeaderElect)
 }
 
-// resourceOf is the RBAC resource of a source kind.
-func resourceOf(kind string) string {
-	if kind == cabundle.KindSecret {
-		return "secrets"
-	}
-	return "configmaps"
-}
-
-// SourcesRules grants get/list/watch on exactly the named objects. The
-// reconciler lists and watches each source with a metadata.name field
-// selector, which RBAC authorizes as a request for that one name.
-func SourcesRules(sources []cabundle.Source) []*rbacv1ac.PolicyRuleApplyConfiguration {
-	names := map[string][]string{}
-	for _, s := range sources {
-		names[resourceOf(s.Kind)] = append(names[resourceOf(s.Kind)], s.Name)
-	}
-	var rules []*rbacv1ac.PolicyRuleApplyConfiguration
-	for _, res := range []string{"configmaps", "secrets"} {
-		if len(names[res]) == 0 {
-			continue
-		}
-		n := names[res]
-		slices.Sort(n)
-		rules = append(rules, rbacv1ac.PolicyRule().
-			WithAPIGroups(corev1.GroupName).WithResources(res).
-			WithResourceNames(slices.Compact(n)...).
-			WithVerbs("get", "list", "watch"))
-	}
-	return rules
-}
-
-// sourcesIn returns the sources in namespace ns, sorted.
-func (c Config) sourcesIn(ns string) []cabundle.Source {
-	var out []cabundle.Source
-	for _, s := range c.Sources() {
-		if s.Namespace == ns {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// BuildSourcesRole is the Role in namespace ns that lets the reconciler
-// read the CA bundle sources there, and nothing else.
-func BuildSourcesRole(c Config, ns string) *rbacv1ac.RoleApplyConfiguration {
-	sources := c.sourcesIn(ns)
-	return rbacv1ac.Role(c.SourcesRoleName(), ns).
-		WithLabels(c.Labels(ComponentSources)).
-		WithRules(SourcesRules(sources)...)
-}
-
-// BuildSourcesRoleBinding binds the sources Role in ns to the ServiceAccount.
-func BuildSourcesRoleBinding(c Config, ns string) *rbacv1ac.RoleBindingApplyConfiguration {
-	return c.roleBinding(c.SourcesRoleName(), ns, ComponentSources)
-}
-
 // Args are the reconciler's command line: the binary's reconcile mode,
 // with the Lease in the pod's own namespace and in-cluster configuration
 // (no --kubeconfig).
@@ -471,34 +200,10 @@ func Args(c Config) []string {
 		fmt.Sprintf("--metrics-bind-address=:%d", MetricsPort),
 		fmt.Sprintf("--health-probe-bind-address=:%d", HealthPort),
 		"--record-configmap=" + c.RecordName(),
-		kmsTargetFlag + c.kmsTarget().String(),
-		kmsMaxStalenessFlag + c.kmsMaxStaleness().String(),
-		"--field-manager=" + c.fieldManager(),
 	}
-	if len(c.TLSProfiles) > 0 {
-		ids := make([]string, len(c.TLSProfiles))
-		for i, p := range c.TLSProfiles {
-			ids[i] = p.ID()
-		}
-		slices.Sort(ids) // the order in tls_profiles does not matter
-		args = append(args, "--tls-profile-configmaps="+strings.Join(ids, ","))
-	}
-	if len(c.RBACProxies) > 0 {
-		ids := make([]string, len(c.RBACProxies))
-		for i, p := range c.RBACProxies {
-			ids[i] = p.ConfigMapID()
-		}
-		slices.Sort(ids)
-		args = append(args, "--rbac-proxy-configmaps="+strings.Join(ids, ","))
-	}
+	args = append(args, patternArgs(c)...)
 	return args
 }
-
-// The aggregator's flags, read back by Live.Config.
-const (
-	kmsTargetFlag       = "--kms-target="
-	kmsMaxStalenessFlag = "--kms-max-staleness="
-)
 
 func httpProbe(path string) *corev1ac.ProbeApplyConfiguration {
 	return corev1ac.Probe().WithHTTPGet(corev1ac.HTTPGetAction().WithPath(path).WithPort(intstr.FromString(healthPortName)))

@@ -190,14 +190,14 @@ func TestBuildRBAC(t *testing.T) {
 		}
 	}
 	want := []rbacv1.PolicyRule{
-		{APIGroups: []string{"apiregistration.k8s.io"}, Resources: []string{"apiservices"},
-			ResourceNames: []string{"v1.apps.example.com", "v1.x", "v1beta1.metrics.k8s.io", "v2beta1.metrics.k8s.io"}, Verbs: []string{"get", "list", "watch", "patch"}},
 		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, ResourceNames: []string{"kmshealths.kmshealth.io"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"kmshealth.io"}, Resources: []string{"kmshealths"}, ResourceNames: []string{"cluster"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"kmshealth.io"}, Resources: []string{"kmshealths/status"}, ResourceNames: []string{"cluster"}, Verbs: []string{"patch"}},
+		{APIGroups: []string{"apiregistration.k8s.io"}, Resources: []string{"apiservices"},
+			ResourceNames: []string{"v1.apps.example.com", "v1.x", "v1beta1.metrics.k8s.io", "v2beta1.metrics.k8s.io"}, Verbs: []string{"get", "list", "watch", "patch"}},
 	}
 	if !install.SameJSON(cr.Rules, want) {
 		t.Errorf("ClusterRole rules %+v", cr.Rules)
@@ -221,11 +221,11 @@ func TestBuildRBAC(t *testing.T) {
 		t.Errorf("leader-election Role %+v", lr.Rules)
 	}
 
-	if len(o.SourceRoles) != 2 || len(o.SourceRoleBindings) != 2 {
-		t.Fatalf("%d source Roles, %d bindings; want one per namespace (apps, kube-system)", len(o.SourceRoles), len(o.SourceRoleBindings))
+	if len(o.Roles) != 2 || len(o.RoleBindings) != 2 {
+		t.Fatalf("%d Roles, %d bindings; want one sources Role per namespace (apps, kube-system)", len(o.Roles), len(o.RoleBindings))
 	}
-	apps := roundTrip[rbacv1.Role](t, o.SourceRoles[0])
-	ks := roundTrip[rbacv1.Role](t, o.SourceRoles[1])
+	apps := roundTrip[rbacv1.Role](t, o.Roles[0])
+	ks := roundTrip[rbacv1.Role](t, o.Roles[1])
 	if apps.Namespace != "apps" || ks.Namespace != "kube-system" || apps.Name != "kmshealth-reconciler-kmshealth-reconciler-sources" {
 		t.Errorf("source Roles %s/%s, %s/%s", apps.Namespace, apps.Name, ks.Namespace, ks.Name)
 	}
@@ -241,7 +241,7 @@ func TestBuildRBAC(t *testing.T) {
 		rec.Data["cabundle.v2beta1.metrics.k8s.io"] != "Secret/kube-system/metrics-tls/tls.crt" || len(rec.Data) != 4 {
 		t.Errorf("record %s/%s %v", rec.Namespace, rec.Name, rec.Data)
 	}
-	rb := roundTrip[rbacv1.RoleBinding](t, o.SourceRoleBindings[1])
+	rb := roundTrip[rbacv1.RoleBinding](t, o.RoleBindings[1])
 	if rb.Namespace != "kube-system" || rb.RoleRef.Kind != "Role" || rb.RoleRef.Name != ks.Name || rb.Subjects[0].Namespace != "kmshealth-system" {
 		t.Errorf("source RoleBinding %+v", rb)
 	}
@@ -284,7 +284,7 @@ func TestEveryObjectIsLabelled(t *testing.T) {
 	c.CreateNamespace = true
 	o, _ := Build(c)
 	objs := []any{o.Namespace, o.ServiceAccount, o.ClusterRole, o.ClusterRoleBinding, o.LeaderRole, o.LeaderRoleBinding,
-		o.Deployment, o.PodDisruptionBudget, o.MetricsService, o.SourceRoles[0], o.SourceRoleBindings[0], o.Record}
+		o.Deployment, o.PodDisruptionBudget, o.MetricsService, o.Roles[0], o.RoleBindings[0], o.Record}
 	for _, ac := range objs {
 		m := roundTrip[metav1.PartialObjectMetadata](t, ac)
 		if !owner(c.Namespace, c.Name).Labelled(m) {

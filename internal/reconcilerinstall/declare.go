@@ -2,17 +2,13 @@ package reconcilerinstall
 
 import (
 	"context"
-	"maps"
-	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/incluster"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconciler"
 )
 
@@ -54,7 +50,7 @@ func Declare(c Config) install.Declaration {
 	// unconstrained; by name too when the Config has none, so Delete finds
 	// them.
 	if c.AdmissionPolicy || c.Image == "" {
-		for _, p := range []install.Policy{APIServicePolicy(c), WebhookConfigurationPolicy(c), CRDPolicy(c), KMSStatusPolicy(c), TLSConfigMapPolicy(c), WorkloadPolicy(c)} {
+		for _, p := range Policies(c) {
 			for _, o := range p.Objects() {
 				if !c.AdmissionPolicy {
 					o.Body = nil
@@ -63,19 +59,9 @@ func Declare(c Config) install.Declaration {
 			}
 		}
 	}
-	for i, role := range objs.SourceRoles {
+	for i, role := range objs.Roles {
 		add(install.Roles, *role.Namespace, *role.Name, role)
-		b := objs.SourceRoleBindings[i]
-		add(install.RoleBindings, *b.Namespace, *b.Name, b)
-	}
-	for i, role := range objs.TLSRoles {
-		add(install.Roles, *role.Namespace, *role.Name, role)
-		b := objs.TLSRoleBindings[i]
-		add(install.RoleBindings, *b.Namespace, *b.Name, b)
-	}
-	for i, role := range objs.RBACProxyRoles {
-		add(install.Roles, *role.Namespace, *role.Name, role)
-		b := objs.RBACProxyBindings[i]
+		b := objs.RoleBindings[i]
 		add(install.RoleBindings, *b.Namespace, *b.Name, b)
 	}
 	add(install.ConfigMaps, c.Namespace, c.RecordName(), body(objs.Record))
@@ -180,16 +166,7 @@ func (l *Live) Config() Config {
 	c.AdmissionPolicy = l.Owns(l.Get(install.ID{Kind: install.ValidatingAdmissionPolicies, Name: c.PolicyName("apiservices")}), false)
 	if rec := l.Get(install.ID{Kind: install.ConfigMaps, Namespace: l.namespace, Name: c.RecordName()}); l.Owns(rec, false) {
 		data, _, _ := unstructured.NestedStringMap(rec.Object, "data")
-		good, _ := cabundle.FromRecord(data)
-		if len(good) > 0 {
-			c.CABundles = good
-		}
-		kept, _ := cabundle.TargetsFromRecord(data)
-		for _, key := range slices.Sorted(maps.Keys(kept)) {
-			c.WebhookCABundles = append(c.WebhookCABundles, kept[key])
-		}
-		c.TLSProfiles = tlsProfilesFromRecord(data)
-		c.RBACProxies = rbacProxiesFromRecord(data)
+		c.readPatternRecords(data)
 	}
 	u := l.deployment()
 	if u == nil {
@@ -211,11 +188,7 @@ func (l *Live) Config() Config {
 		c.Resources = install.ResourcesOf(ct.Resources)
 		var o reconciler.Options
 		if incluster.ParseArgs("reconcile", ct.Args, &o) == nil {
-			if t, err := kmshealth.ParseTarget(o.KMSTarget); err == nil {
-				c.KMSTarget = t
-			}
-			c.KMSMaxStaleness = o.KMSMaxStaleness
-			c.FieldManager = o.FieldManager
+			c.readPatternArgs(o)
 		}
 	}
 	return c

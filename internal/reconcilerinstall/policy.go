@@ -10,11 +10,8 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
-	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/rbacproxy"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
 )
@@ -31,100 +28,6 @@ func (c Config) PolicyName(what string) string {
 // serviceAccount is namespace/name of the reconciler's identity.
 func (c Config) serviceAccount() string { return c.Namespace + "/" + c.ServiceAccountName() }
 
-// APIServicePolicy lets the reconciler's ServiceAccount change only
-// spec.caBundle and the kmshealth.io/ca-bundle-source annotation, only on
-// APIServices that have spec.service (never a local one such as v1., whose
-// traffic would follow a spec.service), and never create or delete one:
-// with its token, no other field of any APIService can change.
-func APIServicePolicy(c Config) install.Policy {
-	return install.Policy{
-		Name:           c.PolicyName("apiservices"),
-		Labels:         c.Labels(ComponentAdmission),
-		ServiceAccount: c.serviceAccount(),
-		Group:          apiregv1.GroupName,
-		// And /status: a role widened to, say, cluster-admin reaches it.
-		Resources:  []string{"apiservices", "apiservices/*"},
-		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
-		Variables: [][2]string{
-			// dyn() keeps the type checker from reading typed objects as
-			// structs; at run time they are maps.
-			{"newSpec", "dyn(object.spec)"},
-			{"oldSpec", "dyn(oldObject.spec)"},
-			{"newMeta", "dyn(object.metadata)"},
-			{"oldMeta", "dyn(oldObject.metadata)"},
-			{"newAnn", "object.metadata.?annotations.orValue({})"},
-			{"oldAnn", "oldObject.metadata.?annotations.orValue({})"},
-			{"own", "'" + cabundle.SourceAnnotation + "'"},
-			{"volatile", "['annotations', 'managedFields', 'resourceVersion', 'generation']"},
-		},
-		Rules: []install.PolicyRule{
-			{Expression: noSubresource, Message: "the kmshealth reconciler may not write an APIService through a subresource (/status)"},
-			{Expression: "request.operation == 'UPDATE'", Message: "the kmshealth reconciler may only update APIServices, never create or delete one"},
-			{Expression: "has(oldObject.spec.service)", Message: "the kmshealth reconciler may write spec.caBundle only on APIServices with spec.service (not on a local APIService)"},
-			{Expression: "has(object.spec.service) && object.spec.service == oldObject.spec.service", Message: "the kmshealth reconciler may not change spec.service"},
-			{
-				// The same names as the RBAC resourceNames and the record:
-				// were the RBAC widened, the policy still holds.
-				Expression: "request.name in " + celList(slices.Sorted(maps.Keys(c.CABundles))),
-				Message:    "the kmshealth reconciler may write only the APIServices it keeps (kmshealth_reconciler ca_bundles)",
-			},
-			{
-				Expression: install.UnchangedBut("variables.newSpec", "variables.oldSpec", "['caBundle']"),
-				Message:    "the kmshealth reconciler may change only spec.caBundle",
-			},
-			{
-				Expression: install.UnchangedBut("variables.newMeta", "variables.oldMeta", "variables.volatile"),
-				Message:    "the kmshealth reconciler may change no metadata but the " + cabundle.SourceAnnotation + " annotation",
-			},
-			{
-				Expression: install.UnchangedBut("variables.newAnn", "variables.oldAnn", "[variables.own]"),
-				Message:    "the kmshealth reconciler may change only the " + cabundle.SourceAnnotation + " annotation",
-			},
-		},
-	}
-}
-
-// KMSStatusPolicy lets the reconciler's ServiceAccount change, on the KMS
-// target's status, only KMSPluginsDegraded, and remove (never add or
-// change) KMSHealthReporter_<node> conditions: with its token, no report
-// can be forged.
-func KMSStatusPolicy(c Config) install.Policy {
-	t := c.kmsTarget()
-	return install.Policy{
-		Name:           c.PolicyName("kms-status"),
-		Labels:         c.Labels(ComponentAdmission),
-		ServiceAccount: c.serviceAccount(),
-		Group:          t.Group,
-		// The object and every subresource: it writes only /status, but a
-		// widened role reaches the rest.
-		Resources:  []string{t.Resource, t.Resource + "/*"},
-		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
-		Variables: [][2]string{
-			{"oldStatus", "oldObject.?status.orValue({})"},
-			{"newStatus", "object.?status.orValue({})"},
-			{"oldOthers", "variables.oldStatus.?conditions.orValue([]).filter(c, c.type != '" + kmshealth.DegradedCondition + "')"},
-			{"newOthers", "variables.newStatus.?conditions.orValue([]).filter(c, c.type != '" + kmshealth.DegradedCondition + "')"},
-		},
-		Rules: []install.PolicyRule{
-			{Expression: "has(request.subResource) && request.subResource == 'status' && request.operation == 'UPDATE'", Message: "the kmshealth reconciler may only update the status of the KMS target, nothing else of it"},
-			{Expression: "request.name == " + strconv.Quote(t.Name), Message: "the kmshealth reconciler may write only the KMS target " + t.Name},
-			{
-				Expression: install.UnchangedBut("object", "oldObject", "['status', 'metadata']"),
-				Message:    "the kmshealth reconciler may change only .status",
-			},
-			{
-				Expression: install.UnchangedBut("variables.newStatus", "variables.oldStatus", "['conditions']"),
-				Message:    "the kmshealth reconciler may change only .status.conditions",
-			},
-			{
-				Expression: "variables.newOthers.all(c, c in variables.oldOthers) && " +
-					"variables.oldOthers.all(c, c in variables.newOthers || c.type.startsWith('" + kmshealth.ReporterConditionPrefix + "'))",
-				Message: "the kmshealth reconciler may write only " + kmshealth.DegradedCondition + " and remove " + kmshealth.ReporterConditionPrefix + "<node> conditions, never add or change a report",
-			},
-		},
-	}
-}
-
 // noSubresource holds for a write of the object itself (the request has
 // no subResource then, not an empty one).
 const noSubresource = "!has(request.subResource) || request.subResource == ''"
@@ -132,43 +35,6 @@ const noSubresource = "!has(request.subResource) || request.subResource == ''"
 // volatileMeta are the metadata fields the API server changes on every
 // write; the policies let them differ.
 const volatileMeta = "['managedFields', 'resourceVersion', 'generation']"
-
-// TLSConfigMapPolicy lets the reconciler's ServiceAccount change, of the
-// profile ConfigMaps it keeps, only the profile.json key, and never
-// create or delete a ConfigMap: with its token, no profile's spec, targets
-// annotation or any other ConfigMap can change.
-func TLSConfigMapPolicy(c Config) install.Policy {
-	ids := make([]string, len(c.TLSProfiles))
-	for i, p := range c.TLSProfiles {
-		ids[i] = p.ID()
-	}
-	slices.Sort(ids)
-	return install.Policy{
-		Name:           c.PolicyName("tls-profile-configmaps"),
-		Labels:         c.Labels(ComponentAdmission),
-		ServiceAccount: c.serviceAccount(),
-		Group:          "",
-		Resources:      []string{"configmaps", "configmaps/*"}, // none served today; any later one too
-		Operations:     []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
-		Variables: [][2]string{
-			{"newObj", "dyn(object)"},
-			{"oldObj", "dyn(oldObject)"},
-			{"newData", "dyn(object).?data.orValue({})"},
-			{"oldData", "dyn(oldObject).?data.orValue({})"},
-		},
-		Rules: []install.PolicyRule{
-			{Expression: noSubresource, Message: "the kmshealth reconciler may not write a ConfigMap through a subresource"},
-			{Expression: "request.operation == 'UPDATE'", Message: "the kmshealth reconciler may only update TLS profile ConfigMaps, never create or delete a ConfigMap"},
-			{
-				Expression: "request.namespace + '/' + request.name in " + celList(ids),
-				Message:    "the kmshealth reconciler may write only the TLS profile ConfigMaps it keeps (kmshealth_reconciler tls_profiles)",
-			},
-			{Expression: install.UnchangedBut("variables.newObj", "variables.oldObj", "['data', 'metadata']"), Message: "the kmshealth reconciler may change only data." + tlsprofile.DocumentKey},
-			{Expression: install.UnchangedBut("variables.newData", "variables.oldData", celList([]string{tlsprofile.DocumentKey})), Message: "the kmshealth reconciler may change only data." + tlsprofile.DocumentKey},
-			{Expression: install.UnchangedBut("variables.newObj.metadata", "variables.oldObj.metadata", volatileMeta), Message: "the kmshealth reconciler may change no metadata of a TLS profile ConfigMap (its spec and rollout targets are the user's)"},
-		},
-	}
-}
 
 // WorkloadPolicy lets the reconciler's ServiceAccount change, of the
 // Deployments, StatefulSets and DaemonSets it keeps, only what its

@@ -9,7 +9,6 @@ import (
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/rbacproxy"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reporterinstall"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
@@ -57,7 +56,7 @@ func TestPoliciesMatchEverySubresource(t *testing.T) {
 	}
 	var rules []rbacv1ac.PolicyRuleApplyConfiguration
 	rules = append(rules, objs.ClusterRole.Rules...)
-	for _, r := range append(append(append([]*rbacv1ac.RoleApplyConfiguration{objs.LeaderRole, objs.EventsRole}, objs.SourceRoles...), objs.TLSRoles...), objs.RBACProxyRoles...) {
+	for _, r := range append([]*rbacv1ac.RoleApplyConfiguration{objs.LeaderRole, objs.EventsRole}, objs.Roles...) {
 		rules = append(rules, r.Rules...)
 	}
 	written := map[string]bool{} // group/resource, subresources cut
@@ -81,7 +80,7 @@ func TestPoliciesMatchEverySubresource(t *testing.T) {
 		}
 	}
 	matched := map[string]bool{} // group/resource[/subresource] or group/resource/*
-	for _, p := range []install.Policy{APIServicePolicy(c), WebhookConfigurationPolicy(c), CRDPolicy(c), KMSStatusPolicy(c), TLSConfigMapPolicy(c), WorkloadPolicy(c)} {
+	for _, p := range Policies(c) {
 		for _, res := range p.Resources {
 			matched[p.Group+"/"+res] = true
 		}

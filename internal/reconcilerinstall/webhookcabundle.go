@@ -1,15 +1,55 @@
 package reconcilerinstall
 
 import (
+	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 )
+
+// webhookCABundlePattern is pattern 1 for validating and mutating
+// webhook configurations and CRD conversion webhooks
+// (Config.WebhookCABundles, kmshealth_reconciler.webhook_ca_bundles): the
+// record names each object, the webhooks it owns and its source (the
+// controller's input), the ClusterRole the objects per kind, the sources
+// Role of caBundlePattern their sources, and two policies only the
+// caBundle fields and the source annotation.
+var webhookCABundlePattern = Pattern{
+	Name:     "webhook-ca-bundles",
+	Validate: func(c Config) []error { return c.validateWebhookCABundles() },
+	ClusterRules: func(c Config) []*rbacv1ac.PolicyRuleApplyConfiguration {
+		var rules []*rbacv1ac.PolicyRuleApplyConfiguration
+		for _, r := range webhookResources {
+			if names := c.WebhookNames(r.kind); len(names) > 0 {
+				rules = append(rules, rbacv1ac.PolicyRule().WithAPIGroups(r.group).WithResources(r.resource).
+					WithResourceNames(names...).WithVerbs("get", "list", "watch", "patch"))
+			}
+		}
+		return rules
+	},
+	Record: func(c Config) map[string]string {
+		if len(c.WebhookCABundles) == 0 {
+			return nil
+		}
+		return cabundle.TargetRecordData(c.WebhookCABundles)
+	},
+	ReadRecord: func(c *Config, data map[string]string) {
+		kept, _ := cabundle.TargetsFromRecord(data)
+		for _, key := range slices.Sorted(maps.Keys(kept)) {
+			c.WebhookCABundles = append(c.WebhookCABundles, kept[key])
+		}
+	},
+	Policies: func(c Config) []install.Policy { return []install.Policy{WebhookConfigurationPolicy(c), CRDPolicy(c)} },
+}
 
 // webhookMeta are the metadata variables and rules every caBundle policy
 // shares: no metadata but the source annotation may change.
@@ -149,4 +189,59 @@ func CRDPolicy(c Config) install.Policy {
 			},
 		}, webhookMetaRules()...),
 	}
+}
+
+// WebhookNames are the kept objects of kind, sorted.
+func (c Config) WebhookNames(kind string) []string {
+	var out []string
+	for _, k := range c.WebhookCABundles {
+		if k.Target.Kind == kind {
+			out = append(out, k.Target.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// validateWebhookCABundles checks each kept object: a kind kmshealth
+// injects, valid names, webhooks only for a webhook configuration, a
+// valid source, each object once.
+func (c Config) validateWebhookCABundles() []error {
+	var errs []error
+	seen := map[string]bool{}
+	for i, k := range c.WebhookCABundles {
+		bad := func(format string, args ...any) {
+			errs = append(errs, fmt.Errorf("webhook_ca_bundles[%d]: %s", i, fmt.Sprintf(format, args...)))
+		}
+		t := k.Target
+		if !slices.Contains(cabundle.WebhookKinds(), t.Kind) {
+			bad("kind %q: must be one of %s", t.Kind, strings.Join(cabundle.WebhookKinds(), ", "))
+		}
+		for _, m := range validation.IsDNS1123Subdomain(t.Name) {
+			bad("name %q: %s", t.Name, m)
+		}
+		if t.Kind == cabundle.KindCustomResourceDefinition && len(t.Webhooks) > 0 {
+			bad("webhooks: a CustomResourceDefinition has one conversion webhook; remove webhooks")
+		}
+		for _, w := range t.Webhooks {
+			for _, m := range validation.IsDNS1123Subdomain(w) {
+				bad("webhook %q: %s", w, m)
+			}
+		}
+		if err := k.Source.Validate(); err != nil {
+			bad("source %q: %v", k.Source, err)
+		}
+		if seen[t.String()] {
+			bad("%s is named twice", t)
+		}
+		seen[t.String()] = true
+	}
+	return errs
+}
+
+// webhookResources are the API resources of the webhook caBundle kinds.
+var webhookResources = []struct{ kind, group, resource string }{
+	{cabundle.KindValidatingWebhookConfiguration, admissionregistrationv1.GroupName, "validatingwebhookconfigurations"},
+	{cabundle.KindMutatingWebhookConfiguration, admissionregistrationv1.GroupName, "mutatingwebhookconfigurations"},
+	{cabundle.KindCustomResourceDefinition, apiextensionsv1.GroupName, "customresourcedefinitions"},
 }
