@@ -29,7 +29,8 @@ func monitoringAttribute(component string) schema.SingleNestedAttribute {
 	return schema.SingleNestedAttribute{
 		Optional: true,
 		MarkdownDescription: "Install what prometheus-operator needs to scrape and alert on the " + component + ": a ServiceAccount " +
-			"`<name>-metrics` whose only right is `get` on the `/metrics` non-resource URL, its token Secret, a PodMonitor " +
+			"`<name>-metrics` whose only right is `get` on the `/metrics` non-resource URL, its token Secret (a long-lived " +
+			"token, since a PodMonitor takes its credentials from a Secret; it can read `/metrics` and nothing else), a PodMonitor " +
 			"`<name>-metrics` that scrapes every pod's secured `/metrics` with that token (and labels the series with the " +
 			"pod's `node`), and, with `rules`, kmshealth's alert rules as a PrometheusRule `<name>` (see the runbooks guide). " +
 			"When the API server serves no `monitoring.coreos.com/v1` PodMonitors and PrometheusRules, plan warns and apply " +
