@@ -83,8 +83,10 @@ func checkMonitoring(ns, name string, podMonitor, rule bool) resource.TestCheckF
 			switch {
 			case o.want && err != nil:
 				return fmt.Errorf("%s %s/%s: %w", o.kind.Name, ns, o.name, err)
+			case !o.want && err == nil:
+				return fmt.Errorf("%s %s/%s exists; want none", o.kind.Name, ns, o.name)
 			case !o.want && !apierrors.IsNotFound(err):
-				return fmt.Errorf("%s %s/%s: want none, got (err=%w)", o.kind.Name, ns, o.name, err)
+				return fmt.Errorf("%s %s/%s: %w", o.kind.Name, ns, o.name, err)
 			}
 		}
 		return nil
