@@ -3,7 +3,7 @@
 # checkout, keyed by version, and prints the binary's path. A warm cache costs
 # nothing: the build is skipped when the binary is already there.
 #
-#   tools/install.sh kube-testserver|terraform|terraform-latest|tofu|kube-rbac-proxy|tfplugindocs|terraform-docs|golangci-lint|goreleaser
+#   tools/install.sh kube-testserver|terraform|terraform-latest|tofu|kube-rbac-proxy|tfplugindocs|terraform-docs|golangci-lint|goreleaser|promtool
 #   tools/install.sh node-packages   (root, Debian/Ubuntu: the node's containerd, runc, CNI plugins,
 #                                     installed without starting or enabling a host service)
 set -euo pipefail
@@ -19,6 +19,9 @@ TERRAFORM_DOCS_VERSION=v0.20.0 # = the require in tools/terraform-docs/go.mod
 GOLANGCI_LINT_VERSION=v2.15.0
 # The newest goreleaser that builds with Go 1.26 (later ones need a newer Go).
 GORELEASER_VERSION=v2.15.1
+# promtool checks the alert rules of internal/monitoring (promtool test rules);
+# the Go module version v0.316.0 is Prometheus 3.16.0.
+PROMETHEUS_VERSION=v0.316.0
 
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${KMSHEALTH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kmshealth}
@@ -116,6 +119,12 @@ goreleaser)
   build goreleaser "$GORELEASER_VERSION" "" \
     bash -c 'tmp=$(mktemp -d); GOBIN=$tmp go install -trimpath -ldflags "-s -w" github.com/goreleaser/goreleaser/v2@$0 && mv $tmp/goreleaser $1' "$GORELEASER_VERSION"
   ;;
+promtool)
+  # Only the command-line tool; the web UI's assets are not part of it. A big
+  # build (Prometheus's whole dependency tree), cached like the others.
+  build promtool "$PROMETHEUS_VERSION" "" \
+    bash -c 'tmp=$(mktemp -d); GOBIN=$tmp go install -trimpath -ldflags "-s -w" github.com/prometheus/prometheus/cmd/promtool@$0 && mv $tmp/promtool $1' "$PROMETHEUS_VERSION"
+  ;;
 node-packages)
   # The node test bed's container runtime, from the distribution (the
   # control plane and kubelet are kube-testserver). The test bed runs its
@@ -183,7 +192,7 @@ node-packages)
   command -v containerd
   ;;
 *)
-  echo "usage: $0 kube-testserver|terraform|terraform-latest|tofu|kube-rbac-proxy|tfplugindocs|terraform-docs|golangci-lint|goreleaser|node-packages" >&2
+  echo "usage: $0 kube-testserver|terraform|terraform-latest|tofu|kube-rbac-proxy|tfplugindocs|terraform-docs|golangci-lint|goreleaser|promtool|node-packages" >&2
   exit 2
   ;;
 esac

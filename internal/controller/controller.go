@@ -63,6 +63,14 @@ type Requeuer[O, D any] interface {
 	RequeueAfter(obs O, want D) time.Duration
 }
 
+// Expirer is implemented by patterns whose desired state is a set of
+// certificates (a caBundle): the controller exports the earliest NotAfter
+// per key as kmshealth_cabundle_not_after_timestamp_seconds, so an expiry
+// between two applies is an alert, not an outage. Zero exports nothing.
+type Expirer[D any] interface {
+	NotAfter(want D) time.Time
+}
+
 // Change is what an Apply did: the reason and note of its Normal Event.
 type Change struct {
 	Reason string // e.g. CABundleRestored
@@ -100,9 +108,11 @@ type Controller struct {
 func New[O, D any](p Pattern[O, D]) *Controller {
 	c := &Controller{name: p.Name(), watches: newWatches(p.Name(), p.Roots(), p.Deps)}
 	m := metricsFor(p.Name(), c.watches.count)
-	requeuer, _ := any(p).(Requeuer[O, D])
+	opt := optional[O, D]{}
+	opt.requeuer, _ = any(p).(Requeuer[O, D])
+	opt.expirer, _ = any(p).(Expirer[D])
 	c.reconcile = func(ctx context.Context, key string, rec events.EventRecorder) (reconcile.Result, error) {
-		return reconcileOne(ctx, p, requeuer, c.watches, key, rec, m)
+		return reconcileOne(ctx, p, opt, c.watches, key, rec, m)
 	}
 	return c
 }
@@ -119,9 +129,15 @@ func (c *Controller) start(ctx context.Context) {
 	c.watches.refresh()
 }
 
+// optional are the interfaces a pattern may implement besides Pattern.
+type optional[O, D any] struct {
+	requeuer Requeuer[O, D]
+	expirer  Expirer[D]
+}
+
 // reconcileOne is the one reconcile loop: fetch → desired → compare →
 // apply only on difference → Event + metrics.
-func reconcileOne[O, D any](ctx context.Context, p Pattern[O, D], requeuer Requeuer[O, D], c Cache, key string, rec events.EventRecorder, m *metrics) (reconcile.Result, error) {
+func reconcileOne[O, D any](ctx context.Context, p Pattern[O, D], opt optional[O, D], c Cache, key string, rec events.EventRecorder, m *metrics) (reconcile.Result, error) {
 	log := klog.FromContext(ctx).WithValues("controller", p.Name(), "key", key)
 	obs, ok, err := p.Observe(c, key)
 	if err != nil {
@@ -129,6 +145,7 @@ func reconcileOne[O, D any](ctx context.Context, p Pattern[O, D], requeuer Reque
 		return reconcile.Result{}, err
 	}
 	if !ok {
+		m.forget(key)
 		return reconcile.Result{}, nil
 	}
 	want, err := p.Desired(obs)
@@ -145,9 +162,12 @@ func reconcileOne[O, D any](ctx context.Context, p Pattern[O, D], requeuer Reque
 		m.result("error")
 		return reconcile.Result{}, err
 	}
+	if opt.expirer != nil {
+		m.expires(key, opt.expirer.NotAfter(want))
+	}
 	var after time.Duration
-	if requeuer != nil {
-		after = requeuer.RequeueAfter(obs, want)
+	if opt.requeuer != nil {
+		after = opt.requeuer.RequeueAfter(obs, want)
 	}
 	if p.InSync(obs, want) {
 		m.result("in_sync")
@@ -175,7 +195,7 @@ func reconcileOne[O, D any](ctx context.Context, p Pattern[O, D], requeuer Reque
 		return reconcile.Result{}, fmt.Errorf("%s %s: %w", p.Name(), key, err)
 	}
 	m.result("written")
-	m.written()
+	m.written(key)
 	m.synced()
 	event(rec, p.Subject(obs), corev1.EventTypeNormal, change.Reason, change.Action, change.Note)
 	log.Info("reconciled", "reason", change.Reason, "note", change.Note)

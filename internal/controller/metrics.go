@@ -29,6 +29,17 @@ var (
 		Name: "kmshealth_watch_events_total",
 		Help: "Events the watches received (adds, relevant updates, deletes, first lists), by controller and resource.",
 	}, []string{"controller", "resource"})
+	// objectCorrections and notAfter are per kept object (label object =
+	// the controller's key), so their cardinality is the number of objects
+	// the reconciler keeps; a key's series go when it is no longer kept.
+	objectCorrections = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kmshealth_object_corrections_total",
+		Help: "Writes that brought one kept object back to its desired state, by controller and object (the controller's key); a steady rise means another writer keeps undoing ours.",
+	}, []string{"controller", "object"})
+	notAfter = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "kmshealth_cabundle_not_after_timestamp_seconds",
+		Help: "Expiry (unix seconds) of the earliest-expiring certificate in the caBundle a controller keeps on an object, by controller and object.",
+	}, []string{"controller", "object"})
 	syncAgeDesc = prometheus.NewDesc("kmshealth_last_successful_sync_age_seconds",
 		"Seconds since the last reconcile that left an object in its desired state, by controller; -1 before the first.",
 		[]string{"controller"}, nil)
@@ -41,8 +52,33 @@ var (
 
 // Registry is where every kmshealth series is registered: controller-
 // runtime's, which the manager's /metrics serves. Modes register their own
-// series here too.
+// series through MustRegister, so Collectors can list them.
 var Registry = crmetrics.Registry
+
+// registered are kmshealth's own collectors in Registry (not
+// controller-runtime's), for the documentation check.
+var registered struct {
+	sync.Mutex
+	collectors []prometheus.Collector
+}
+
+// MustRegister registers kmshealth collectors in Registry and remembers
+// them for Collectors.
+func MustRegister(cs ...prometheus.Collector) {
+	Registry.MustRegister(cs...)
+	registered.Lock()
+	defer registered.Unlock()
+	registered.collectors = append(registered.collectors, cs...)
+}
+
+// Collectors are every kmshealth collector registered so far, the
+// controllers' own included: what the metrics table documents.
+func Collectors() []prometheus.Collector {
+	register()
+	registered.Lock()
+	defer registered.Unlock()
+	return append([]prometheus.Collector(nil), registered.collectors...)
+}
 
 // metrics are one controller's series.
 type metrics struct {
@@ -59,7 +95,7 @@ var all struct {
 
 func register() {
 	registerOnce.Do(func() {
-		Registry.MustRegister(reconciles, corrections, problems, watchEvents, scrapeCollector{})
+		MustRegister(reconciles, corrections, problems, watchEvents, objectCorrections, notAfter, scrapeCollector{})
 	})
 }
 
@@ -72,10 +108,27 @@ func metricsFor(name string, count func() int) *metrics {
 	return m
 }
 
-func (m *metrics) result(r string)       { reconciles.WithLabelValues(m.name, r).Inc() }
-func (m *metrics) written()              { corrections.WithLabelValues(m.name).Inc() }
+func (m *metrics) result(r string) { reconciles.WithLabelValues(m.name, r).Inc() }
+func (m *metrics) written(key string) {
+	corrections.WithLabelValues(m.name).Inc()
+	objectCorrections.WithLabelValues(m.name, key).Inc()
+}
 func (m *metrics) problem(reason string) { problems.WithLabelValues(m.name, reason).Inc() }
 func (m *metrics) synced()               { m.lastSync.Store(time.Now().UnixNano()) }
+
+func (m *metrics) expires(key string, t time.Time) {
+	if t.IsZero() {
+		notAfter.DeleteLabelValues(m.name, key)
+		return
+	}
+	notAfter.WithLabelValues(m.name, key).Set(float64(t.Unix()))
+}
+
+// forget drops a key's per-object series: it is no longer kept.
+func (m *metrics) forget(key string) {
+	objectCorrections.DeleteLabelValues(m.name, key)
+	notAfter.DeleteLabelValues(m.name, key)
+}
 
 // scrapeCollector reports the gauges computed when scraped: each
 // controller's sync age and running watches.

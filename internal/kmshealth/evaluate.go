@@ -70,6 +70,9 @@ type Health struct {
 	// Problems name each failing node and plugin, and each key the nodes
 	// disagree on; empty when RotationReady.
 	Problems []string
+	// KEKDisagreements is the number of keyIDs the healthy nodes do not
+	// agree on (a kekID differing, or a keyID some lack).
+	KEKDisagreements int
 	// NextStale is when the freshest-looking healthy data turns stale
 	// without a new report; zero when no node is fresh.
 	NextStale time.Time
@@ -131,6 +134,7 @@ func Evaluate(conditions []metav1.Condition, o EvalOptions) Health {
 		h.DegradedReason = degradedReason[worst]
 	}
 	mismatches := agreeOnKEKs(&h)
+	h.KEKDisagreements = len(mismatches)
 	h.RotationReady = h.Healthy && len(mismatches) == 0
 	h.Problems = append(h.Problems, mismatches...)
 	return h

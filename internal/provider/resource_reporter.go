@@ -71,6 +71,7 @@ type reporterModel struct {
 	ObjectsInSync     types.Bool     `tfsdk:"objects_in_sync"`
 	AnySocketDir      types.Bool     `tfsdk:"any_socket_dir"`
 	WaitForRollout    types.Bool     `tfsdk:"wait_for_rollout"`
+	Monitoring        types.Object   `tfsdk:"monitoring"`
 	Timeouts          timeouts.Value `tfsdk:"timeouts"`
 
 	resourcesModel // cpu_request, memory_request, memory_limit
@@ -172,6 +173,9 @@ func (m *reporterModel) config(ctx context.Context) (reporterinstall.Config, dia
 		diags.AddAttributeError(path.Root("target"), "Invalid target", err.Error())
 	}
 	c.Target = t
+	mon, d := monitoringConfig(ctx, m.Monitoring)
+	diags.Append(d...)
+	c.Monitoring = mon
 	return c, diags
 }
 
@@ -360,6 +364,7 @@ func (r *reporterResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			},
 			"admission_policy":          admissionPolicy,
 			"admission_policy_enforced": admissionEnforced,
+			"monitoring":                monitoringAttribute("reporters"),
 			"objects_in_sync": schema.BoolAttribute{
 				Computed: true,
 				MarkdownDescription: "`false` when, at the last refresh, an object of the installation was missing, or a field kmshealth " +
@@ -504,6 +509,11 @@ func (r *reporterResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	}
 	plan.setNames()
 	plan.ObjectsInSync = types.BoolValue(true)
+	if !plan.Monitoring.IsNull() && !plan.Monitoring.IsUnknown() && r.clients.Known() {
+		if cl, ok := r.clients.installClients(&resp.Diagnostics); ok {
+			monitoringAvailable(ctx, cl, &resp.Diagnostics)
+		}
+	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
 
@@ -575,6 +585,13 @@ func (r *reporterResource) Read(ctx context.Context, req resource.ReadRequest, r
 		resp.Diagnostics.Append(diags...)
 		if resp.Diagnostics.HasError() {
 			return
+		}
+		if want.Monitoring != nil {
+			// Without the prometheus-operator CRDs the monitoring objects
+			// cannot exist: not drift (plan warns instead).
+			if ok, err := reporterinstall.MonitoringAvailable(ctx, cl); err == nil && !ok {
+				want.Monitoring = nil
+			}
 		}
 	}
 	state.ObjectsInSync = objectsInSync(&resp.Diagnostics, reporterMode, want.Validate(), func() []string { return live.Drift(want) })
@@ -698,6 +715,9 @@ func (r *reporterResource) write(ctx context.Context, plan *reporterModel, timeo
 	}
 	if !checkTarget(ctx, cl, c.Target, path.Root("target"), diags) {
 		return false
+	}
+	if c.Monitoring != nil && !monitoringAvailable(ctx, cl, diags) {
+		c.Monitoring = nil // nothing to write it to; the next refresh sees it missing once it can be
 	}
 	plan.setNames()
 	plan.ObjectsInSync = types.BoolValue(true)

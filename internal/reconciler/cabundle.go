@@ -190,6 +190,12 @@ func (p *caBundlePattern) Apply(ctx context.Context, obs caBundleObs, want *cabu
 	}, nil
 }
 
+// NotAfter: the earliest expiry in the kept caBundle (controller.Expirer).
+func (p *caBundlePattern) NotAfter(want *cabundle.Desired) time.Time {
+	info, _ := cabundle.Inspect(want.Spec.CABundle, time.Time{})
+	return info.NotAfter
+}
+
 func (p *caBundlePattern) Subject(obs caBundleObs) runtime.Object {
 	if obs.svc == nil {
 		return nil

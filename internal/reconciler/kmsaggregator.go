@@ -33,11 +33,80 @@ var (
 		Name: "kmshealth_kms_orphan_conditions_removed_total",
 		Help: "KMSHealthReporter_<node> conditions removed because their Node no longer exists.",
 	})
+	// The per-node series have one child per expected or reporting Node
+	// (the control-plane nodes), times its plugins for the kekID series.
+	kmsDegradedReason = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "kmshealth_kms_degraded_reason",
+		Help: "1 for KMSPluginsDegraded's current reason (Stale, Error, Unhealthy, InvalidReport, Missing), 0 for the others; all 0 while healthy or with nothing to roll up.",
+	}, []string{"reason"})
+	kmsNodeState = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "kmshealth_kms_node_state",
+		Help: "1 for each node's judged state (healthy, stale, error, unhealthy, invalid, missing), by node and state; only the current state has a series.",
+	}, []string{"node", "state"})
+	kmsNodeLastReport = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "kmshealth_kms_node_last_report_timestamp_seconds",
+		Help: "lastChecked (unix seconds) of the oldest plugin check in each node's report, by node; absent for a node without a readable report.",
+	}, []string{"node"})
+	kmsNodeKEK = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "kmshealth_kms_node_kek_info",
+		Help: "1 per plugin a node reports with a kekID, by node, key_id (the socket's number) and kek_id: nodes disagreeing show as several kek_id for one key_id.",
+	}, []string{"node", "key_id", "kek_id"})
+	kmsKEKDisagreements = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "kmshealth_kms_kek_disagreements",
+		Help: "Number of keyIDs the healthy nodes do not agree on (a differing kekID, or a keyID some lack); key rotation is not safe while above 0.",
+	})
 )
 
+// kmsReasons are KMSPluginsDegraded's reasons, each a fixed series.
+var kmsReasons = []string{kmshealth.ReasonStale, kmshealth.ReasonError, kmshealth.ReasonUnhealthy, kmshealth.ReasonInvalid, kmshealth.ReasonMissing}
+
 func init() {
-	controller.Registry.MustRegister(kmsDegraded, kmsOrphans)
-	kmsDegraded.Set(-1)
+	controller.MustRegister(kmsDegraded, kmsOrphans, kmsDegradedReason, kmsNodeState, kmsNodeLastReport, kmsNodeKEK, kmsKEKDisagreements)
+	recordKMSHealth(nil)
+}
+
+// recordKMSHealth sets the aggregator's gauges from a judgement; nil means
+// there is nothing to roll up (no target, no report).
+func recordKMSHealth(h *kmshealth.Health) {
+	kmsNodeState.Reset()
+	kmsNodeLastReport.Reset()
+	kmsNodeKEK.Reset()
+	reason := ""
+	switch {
+	case h == nil:
+		kmsDegraded.Set(-1)
+		kmsKEKDisagreements.Set(0)
+	case h.Healthy:
+		kmsDegraded.Set(0)
+	default:
+		kmsDegraded.Set(1)
+		reason = h.DegradedReason
+	}
+	for _, r := range kmsReasons {
+		kmsDegradedReason.WithLabelValues(r).Set(boolGauge(r == reason))
+	}
+	if h == nil {
+		return
+	}
+	kmsKEKDisagreements.Set(float64(h.KEKDisagreements))
+	for _, n := range h.Nodes {
+		kmsNodeState.WithLabelValues(n.Name, string(n.State)).Set(1)
+		if !n.LastChecked.IsZero() {
+			kmsNodeLastReport.WithLabelValues(n.Name).Set(float64(n.LastChecked.Unix()))
+		}
+		for _, pl := range n.Plugins {
+			if pl.KEKID != "" {
+				kmsNodeKEK.WithLabelValues(n.Name, pl.KeyID, pl.KEKID).Set(1)
+			}
+		}
+	}
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Event reasons of the KMS aggregator; a rollup records
@@ -171,7 +240,7 @@ func (p *kmsAggregatorPattern) Deps(c controller.Cache) map[string][]controller.
 	deps := p.Roots()
 	if p.crd != nil {
 		if _, ok := c.Get(*p.crd); !ok {
-			kmsDegraded.Set(-1)
+			recordKMSHealth(nil)
 			return map[string][]controller.Ref{aggregatorKey: deps}
 		}
 	}
@@ -184,7 +253,7 @@ func (p *kmsAggregatorPattern) Observe(c controller.Cache, _ string) (kmsObs, bo
 	}
 	obj, ok := c.Get(p.object)
 	if !ok {
-		kmsDegraded.Set(-1)
+		recordKMSHealth(nil)
 		return kmsObs{}, false, nil
 	}
 	o := kmsObs{obj: obj.(*unstructured.Unstructured), existing: map[string]bool{}, should: map[string]bool{}, now: p.now()}
@@ -206,14 +275,7 @@ func (p *kmsAggregatorPattern) Desired(o kmsObs) (kmshealth.RollupPlan, error) {
 		Conditions: kmshealth.Conditions(o.obj), Existing: o.existing, ShouldReport: o.should,
 		MaxStaleness: p.maxStaleness, Now: o.now,
 	})
-	switch {
-	case plan.Health == nil:
-		kmsDegraded.Set(-1)
-	case plan.Health.Healthy:
-		kmsDegraded.Set(0)
-	default:
-		kmsDegraded.Set(1)
-	}
+	recordKMSHealth(plan.Health)
 	return plan, nil
 }
 

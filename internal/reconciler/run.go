@@ -46,7 +46,7 @@ var requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Requests this process sent to the Kubernetes API server, by verb (WATCH separated from GET/LIST) and resource.",
 }, []string{"verb", "resource"})
 
-func init() { controller.Registry.MustRegister(requests) }
+func init() { controller.MustRegister(requests) }
 
 // Clients are the API clients the controllers use.
 type Clients struct {

@@ -201,6 +201,12 @@ func (p *webhookCABundlePattern) Apply(ctx context.Context, obs webhookCABundleO
 	}, nil
 }
 
+// NotAfter: the earliest expiry in the kept caBundle (controller.Expirer).
+func (p *webhookCABundlePattern) NotAfter(want *cabundle.Want) time.Time {
+	info, _ := cabundle.Inspect(want.Bundle, time.Time{})
+	return info.NotAfter
+}
+
 func (p *webhookCABundlePattern) Subject(obs webhookCABundleObs) runtime.Object {
 	if obs.live == nil {
 		return nil

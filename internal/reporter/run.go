@@ -131,6 +131,9 @@ func (r *Reporter) probe(ctx context.Context) []kmshealth.Plugin {
 	for i, res := range results {
 		plugins[i] = res.Plugin()
 		r.metrics.pluginHealthy.WithLabelValues(res.Socket.KeyID).Set(boolFloat(plugins[i].Status == kmshealth.StatusHealthy))
+		for _, st := range pluginStatuses {
+			r.metrics.pluginStatus.WithLabelValues(res.Socket.KeyID, string(st)).Set(boolFloat(plugins[i].Status == st))
+		}
 		if plugins[i].Status != kmshealth.StatusHealthy {
 			r.log.Info("KMS plugin not healthy", "keyID", plugins[i].KeyID, "status", string(plugins[i].Status), "detail", plugins[i].Detail)
 		}
@@ -168,12 +171,18 @@ func boolFloat(b bool) float64 {
 	return 0
 }
 
+// pluginStatuses are a plugin's possible verdicts, each a fixed series.
+var pluginStatuses = []kmshealth.PluginStatus{kmshealth.StatusHealthy, kmshealth.StatusUnhealthy, kmshealth.StatusError}
+
+// metrics are the reporter's series; the per-plugin ones have one child
+// per socket (keyID) of the node, times three for the status.
 type metrics struct {
 	registry      *prometheus.Registry
 	writes        *prometheus.CounterVec
 	requests      *prometheus.CounterVec
 	probeSeconds  prometheus.Histogram
 	pluginHealthy *prometheus.GaugeVec
+	pluginStatus  *prometheus.GaugeVec
 }
 
 func newMetrics() *metrics {
@@ -196,11 +205,24 @@ func newMetrics() *metrics {
 			Name: "kmshealth_reporter_plugin_healthy",
 			Help: "1 when the plugin's last Status was healthy, by keyID.",
 		}, []string{"key_id"}),
+		pluginStatus: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "kmshealth_reporter_plugin_status",
+			Help: "1 for the plugin's last verdict (healthy, unhealthy, error), 0 for the others, by key_id and status.",
+		}, []string{"key_id", "status"}),
 	}
-	m.registry.MustRegister(m.writes, m.requests, m.probeSeconds, m.pluginHealthy)
+	m.registry.MustRegister(m.collectors()...)
 	return m
+}
+
+// collectors are every series the reporter serves.
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.writes, m.requests, m.probeSeconds, m.pluginHealthy, m.pluginStatus}
 }
 
 func (m *metrics) countRequest(verb, resource string) {
 	m.requests.WithLabelValues(verb, resource).Inc()
 }
+
+// Collectors are the series a reporter serves (fresh, unregistered
+// collectors): what the metrics table documents.
+func Collectors() []prometheus.Collector { return newMetrics().collectors() }

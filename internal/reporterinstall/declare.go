@@ -80,7 +80,22 @@ func Declare(c Config) install.Declaration {
 		}
 	}
 	add(install.DaemonSets, c.Namespace, c.Name, typedBody(objs.DaemonSet))
-	d.Sweep = []install.Kind{install.ValidatingAdmissionPolicies, install.ValidatingAdmissionPolicyBindings}
+	// The monitoring objects after the reporters: by name too without a
+	// configuration, so Delete finds them (a kind that is not served reads
+	// as missing).
+	if c.Monitoring != nil || named {
+		mc := c
+		if named {
+			mc.Monitoring = nil
+		}
+		mon, err := monitoringObjects(mc)
+		if err != nil {
+			panic("reporterinstall: " + err.Error()) // the embedded rules are tested
+		}
+		d.Objects = append(d.Objects, mon...)
+	}
+	// PodMonitors and PrometheusRules: a rule turned off is a leftover.
+	d.Sweep = []install.Kind{install.ValidatingAdmissionPolicies, install.ValidatingAdmissionPolicyBindings, PodMonitors, PrometheusRules}
 	return d
 }
 
@@ -151,7 +166,27 @@ func Apply(ctx context.Context, cl install.Clients, c Config) error {
 	if err := c.Validate(); err != nil {
 		return &install.Refusal{Reasons: []error{err}}
 	}
-	return install.Apply(ctx, cl, Declare(c))
+	if err := install.Apply(ctx, cl, Declare(c)); err != nil {
+		return err
+	}
+	if c.Monitoring == nil {
+		// Monitoring off (or never on): its objects go, if there are any.
+		if _, err := install.Delete(ctx, cl, monitoringDeclaration(c)); err != nil {
+			return fmt.Errorf("remove the monitoring objects: %w", err)
+		}
+	}
+	return nil
+}
+
+// monitoringDeclaration declares only c's monitoring objects, by name.
+func monitoringDeclaration(c Config) install.Declaration {
+	mc := c
+	mc.Monitoring = nil
+	objs, err := monitoringObjects(mc)
+	if err != nil {
+		panic("reporterinstall: " + err.Error()) // by name: no rules decoded
+	}
+	return install.Declaration{Owner: owner(c.Namespace, c.Name), Namespace: c.Namespace, Objects: objs}
 }
 
 // InstallCRD installs, through the installer, the KMSHealth CRD exactly as
@@ -312,7 +347,17 @@ func (l *Live) Installed() bool { return l.Owns(l.daemonSet(), false) }
 func (l *Live) Exists() bool { return l.Live.Exists(l.decl) }
 
 // Drift lists what an Apply of c would change.
-func (l *Live) Drift(c Config) []string { return l.Live.Drift(Declare(c)) }
+func (l *Live) Drift(c Config) []string {
+	drift := l.Live.Drift(Declare(c))
+	if c.Monitoring == nil {
+		for _, o := range monitoringDeclaration(c).Objects {
+			if l.Owns(l.Get(o.ID), false) {
+				drift = append(drift, o.String()+" is left over (monitoring is off)")
+			}
+		}
+	}
+	return drift
+}
 
 // OwnsShared reports whether a CRD or target object is the installation
 // namespace/name's: only its labels count, so nobody else's CRD is ever

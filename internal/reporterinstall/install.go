@@ -98,6 +98,8 @@ type Config struct {
 	AnySocketDir bool
 	// Resources are the container's requests and limits.
 	install.Resources
+	// Monitoring, when set, adds the prometheus-operator objects.
+	Monitoring *Monitoring
 }
 
 // DefaultResources are the reporter container's requests and limits.
@@ -248,6 +250,16 @@ func CheckInstallCRD(installCRD bool, t kmshealth.Target) error {
 // plan time, attribute by attribute.
 func (c Config) Validate() error {
 	var errs []error
+	if c.Monitoring != nil {
+		for k, v := range c.Monitoring.Labels {
+			for _, m := range validation.IsQualifiedName(k) {
+				errs = append(errs, fmt.Errorf("monitoring.labels: key %q: %s", k, m))
+			}
+			for _, m := range validation.IsValidLabelValue(v) {
+				errs = append(errs, fmt.Errorf("monitoring.labels[%q]: value %q: %s", k, v, m))
+			}
+		}
+	}
 	for _, m := range install.ValidateNamespace(c.Namespace) {
 		errs = append(errs, fmt.Errorf("namespace %q: %s", c.Namespace, m))
 	}

@@ -1,0 +1,155 @@
+package reporterinstall
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/monitoring"
+)
+
+// Monitoring is the opt-in prometheus-operator part of an installation: a
+// PodMonitor that scrapes every reporter's secured /metrics with the token
+// of a scraper ServiceAccount of its own (allowed get on /metrics, nothing
+// else), and optionally kmshealth's alert rules as a PrometheusRule.
+// Written only while the prometheus-operator CRDs are served
+// (MonitoringAvailable); the caller drops it, with a warning, otherwise.
+type Monitoring struct {
+	// Labels go on the PodMonitor and the PrometheusRule, for the
+	// Prometheus' podMonitorSelector and ruleSelector.
+	Labels map[string]string
+	// Rules installs the alert rules (internal/monitoring) as a
+	// PrometheusRule named like the installation.
+	Rules bool
+}
+
+// ComponentMonitoring labels the monitoring objects.
+const ComponentMonitoring = "monitoring"
+
+// The prometheus-operator kinds, and the token Secret of the scraper.
+var (
+	monitoringGV    = schema.GroupVersion{Group: "monitoring.coreos.com", Version: "v1"}
+	PodMonitors     = install.CustomKind("PodMonitor", monitoringGV.WithResource("podmonitors"), true)
+	PrometheusRules = install.CustomKind("PrometheusRule", monitoringGV.WithResource("prometheusrules"), true)
+	Secrets         = install.CustomKind("Secret", corev1.SchemeGroupVersion.WithResource("secrets"), true)
+)
+
+// MonitoringAvailable reports whether the API server serves PodMonitors
+// and PrometheusRules (the prometheus-operator CRDs are installed).
+func MonitoringAvailable(ctx context.Context, cl install.Clients) (bool, error) {
+	_ = ctx // discovery takes no context
+	list, err := cl.Core.Discovery().ServerResourcesForGroupVersion(monitoringGV.String())
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("discover %s: %w", monitoringGV, err)
+	}
+	served := map[string]bool{}
+	for _, r := range list.APIResources {
+		served[r.Name] = true
+	}
+	return served[PodMonitors.GVR.Resource] && served[PrometheusRules.GVR.Resource], nil
+}
+
+// ScraperName names the scraper's ServiceAccount, its token Secret (with
+// the suffix -token) and the PodMonitor.
+func (c Config) ScraperName() string { return c.Name + "-metrics" }
+
+// ScraperClusterRoleName names the ClusterRole (and binding) that allows
+// the scraper get on /metrics.
+func (c Config) ScraperClusterRoleName() string { return c.ClusterRoleName() + ":metrics" }
+
+// monitoringObjects are the monitoring objects in apply order; without
+// c.Monitoring (by name, for Observe and Delete) their bodies are nil.
+func monitoringObjects(c Config) ([]install.Object, error) {
+	byName := c.Monitoring == nil
+	labels := c.Labels(ComponentMonitoring)
+	var monitorLabels map[string]string
+	if !byName {
+		monitorLabels = maps.Clone(c.Monitoring.Labels)
+		if monitorLabels == nil {
+			monitorLabels = map[string]string{}
+		}
+		maps.Copy(monitorLabels, labels)
+	}
+	body := func(b any) any {
+		if byName {
+			return nil
+		}
+		return b
+	}
+	sa := corev1ac.ServiceAccount(c.ScraperName(), c.Namespace).WithLabels(labels).WithAutomountServiceAccountToken(false)
+	token := unstructuredObject("v1", "Secret", c.Namespace, c.ScraperName()+"-token", labels)
+	token.SetAnnotations(map[string]string{corev1.ServiceAccountNameKey: c.ScraperName()})
+	token.Object["type"] = string(corev1.SecretTypeServiceAccountToken)
+	role := rbacv1ac.ClusterRole(c.ScraperClusterRoleName()).WithLabels(labels).
+		WithRules(rbacv1ac.PolicyRule().WithNonResourceURLs("/metrics").WithVerbs("get"))
+	binding := rbacv1ac.ClusterRoleBinding(c.ScraperClusterRoleName()).WithLabels(labels).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName(c.ScraperClusterRoleName())).
+		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(c.ScraperName()).WithNamespace(c.Namespace))
+	pm := unstructuredObject(monitoringGV.String(), "PodMonitor", c.Namespace, c.ScraperName(), monitorLabels)
+	selector := map[string]any{}
+	for k, v := range c.SelectorLabels() {
+		selector[k] = v
+	}
+	pm.Object["spec"] = map[string]any{
+		"selector":          map[string]any{"matchLabels": selector},
+		"namespaceSelector": map[string]any{"matchNames": []any{c.Namespace}},
+		"podMetricsEndpoints": []any{map[string]any{
+			"port":   metricsPortName,
+			"scheme": "https",
+			// The reporter serves a self-signed certificate; the token,
+			// not the certificate, is what the endpoint checks.
+			"tlsConfig": map[string]any{"insecureSkipVerify": true},
+			"authorization": map[string]any{"type": "Bearer",
+				"credentials": map[string]any{"name": c.ScraperName() + "-token", "key": corev1.ServiceAccountTokenKey}},
+			// The per-node panels and alerts group by node.
+			"relabelings": []any{map[string]any{
+				"sourceLabels": []any{"__meta_kubernetes_pod_node_name"}, "targetLabel": "node", "action": "replace"}},
+		}},
+	}
+	id := func(kind install.Kind, namespace, name string) install.ID {
+		return install.ID{Kind: kind, Namespace: namespace, Name: name}
+	}
+	objs := []install.Object{
+		{ID: id(install.ServiceAccounts, c.Namespace, c.ScraperName()), Body: body(sa)},
+		{ID: id(Secrets, c.Namespace, c.ScraperName()+"-token"), Body: body(token)},
+		{ID: id(install.ClusterRoles, "", c.ScraperClusterRoleName()), Body: body(role)},
+		{ID: id(install.ClusterRoleBindings, "", c.ScraperClusterRoleName()), Body: body(binding)},
+		{ID: id(PodMonitors, c.Namespace, c.ScraperName()), Body: body(pm), ForeignHint: "remove monitoring, or delete that PodMonitor"},
+	}
+	if byName || c.Monitoring.Rules {
+		var rule *unstructured.Unstructured
+		if !byName {
+			groups, err := monitoring.RuleGroups()
+			if err != nil {
+				return nil, err
+			}
+			rule = unstructuredObject(monitoringGV.String(), "PrometheusRule", c.Namespace, c.Name, monitorLabels)
+			rule.Object["spec"] = map[string]any{"groups": groups}
+		}
+		objs = append(objs, install.Object{ID: id(PrometheusRules, c.Namespace, c.Name), Body: body(rule),
+			ForeignHint: "set monitoring.rules = false, or delete that PrometheusRule"})
+	}
+	return objs, nil
+}
+
+func unstructuredObject(apiVersion, kind, namespace, name string, labels map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	u.SetLabels(labels)
+	return u
+}
