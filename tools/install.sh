@@ -120,10 +120,11 @@ goreleaser)
     bash -c 'tmp=$(mktemp -d); GOBIN=$tmp go install -trimpath -ldflags "-s -w" github.com/goreleaser/goreleaser/v2@$0 && mv $tmp/goreleaser $1' "$GORELEASER_VERSION"
   ;;
 promtool)
-  # Only the command-line tool; the web UI's assets are not part of it. A big
-  # build (Prometheus's whole dependency tree), cached like the others.
-  build promtool "$PROMETHEUS_VERSION" "" \
-    bash -c 'tmp=$(mktemp -d); GOBIN=$tmp go install -trimpath -ldflags "-s -w" github.com/prometheus/prometheus/cmd/promtool@$0 && mv $tmp/promtool $1' "$PROMETHEUS_VERSION"
+  # Only the command-line tool, and without Prometheus's service-discovery
+  # plugins (build tag remove_all_sd: the cloud SDKs are most of its
+  # dependency tree, and `check rules`/`test rules` use none of them).
+  build promtool "$PROMETHEUS_VERSION" "-nosd" \
+    bash -c 'tmp=$(mktemp -d); GOBIN=$tmp go install -trimpath -tags remove_all_sd -ldflags "-s -w" github.com/prometheus/prometheus/cmd/promtool@$0 && mv $tmp/promtool $1' "$PROMETHEUS_VERSION"
   ;;
 node-packages)
   # The node test bed's container runtime, from the distribution (the
