@@ -301,6 +301,7 @@ resource "kmshealth_apiservice_cabundle" "copied" {
 // lists (and its behaviour attributes), renames the provider, and plans.
 // config_path and config_paths conflict there as here, so each has a step.
 func TestAccProvider_copiedHashicorpBlock(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for name, content := range map[string]string{
 		"client-cert.pem":     newCertPEM(t, "client", certOpts{notCA: true}),
@@ -359,6 +360,7 @@ provider "kmshealth" {
 // TestAccProvider_planTimeValidation: what hashicorp/kubernetes rejects
 // at plan time is rejected here too, naming the attribute.
 func TestAccProvider_planTimeValidation(t *testing.T) {
+	t.Parallel()
 	withExec := func(body string) string {
 		return fmt.Sprintf("provider \"kmshealth\" {\n  host = \"https://h\"\n  exec {\n%s\n  }\n}\n", body)
 	}
@@ -385,6 +387,7 @@ func TestAccProvider_planTimeValidation(t *testing.T) {
 // their KUBE_* variables and an empty block: the data source reads an
 // APIService that every API server has.
 func TestAccProvider_explicitAttributes(t *testing.T) {
+	// Serial: t.Setenv changes the environment of the whole test process.
 	const read = `
 data "kmshealth_kms_plugin_health" "test" {
   target = "apiregistration.k8s.io/v1/apiservices/v1.apps"
@@ -429,6 +432,7 @@ data "kmshealth_kms_plugin_health" "test" {
 // the pod's variables set, the provider takes the in-cluster path (read
 // from the real environment) and says what it lacks.
 func TestAccProvider_inPodWithoutServiceAccount(t *testing.T) {
+	// Serial: t.Setenv changes the environment of the whole test process.
 	if _, err := os.Stat(kube.DefaultServiceAccountDir + "/token"); err == nil {
 		t.Skip("this machine is a pod with a ServiceAccount token: the in-cluster path would really be used")
 	}
@@ -453,6 +457,7 @@ func TestAccProvider_inPodWithoutServiceAccount(t *testing.T) {
 // TestAccProvider_requestLog: under TF_LOG=DEBUG each request and response
 // is logged through tflog, with the bearer token redacted.
 func TestAccProvider_requestLog(t *testing.T) {
+	// Serial: t.Setenv changes the environment of the whole test process.
 	logFile := filepath.Join(t.TempDir(), "tf.log")
 	t.Setenv("TF_LOG", "DEBUG")
 	t.Setenv("TF_ACC_LOG_PATH", logFile)

@@ -322,6 +322,10 @@ func checkWritesOnlyItsTarget(t *testing.T, namespace, name string, target kmshe
 // ClusterRoleBinding, the DaemonSet and the KMSHealth object, each
 // restored by the next apply; destroy removes the CRD.
 func TestAccReporter_basic(t *testing.T) {
+	// Serial, as every reporter test that applies: an installation installs,
+	// hands over or checks the absence of the cluster-scoped KMSHealth CRD
+	// (kmshealths.kmshealth.io), which the other reporter tests and the data
+	// source tests share.
 	ctx := context.Background()
 	ns := uniqueName(t)
 	mustCreateNamespace(t, ns)
@@ -511,6 +515,10 @@ func conditionTypesOf(target kmshealth.Target) ([]string, error) {
 // updates the sockets and timing; imports; and on destroy removes only
 // kmshealth's conditions from the object, which stays.
 func TestAccReporter_customTarget(t *testing.T) {
+	// Serial, as every reporter test that applies: an installation installs,
+	// hands over or checks the absence of the cluster-scoped KMSHealth CRD
+	// (kmshealths.kmshealth.io), which the other reporter tests and the data
+	// source tests share.
 	ns := uniqueName(t)
 	mustCreateNamespace(t, ns)
 	name := "kms"
@@ -617,6 +625,10 @@ read_timeout = "2s"`)
 // TestAccReporter_installCRDOff turns install_crd off: the CRD and its
 // object are handed over (no perpetual diff), and destroy keeps them.
 func TestAccReporter_installCRDOff(t *testing.T) {
+	// Serial, as every reporter test that applies: an installation installs,
+	// hands over or checks the absence of the cluster-scoped KMSHealth CRD
+	// (kmshealths.kmshealth.io), which the other reporter tests and the data
+	// source tests share.
 	ns := uniqueName(t)
 	mustCreateNamespace(t, ns)
 	name := reporterinstall.DefaultName
@@ -673,6 +685,10 @@ func TestAccReporter_installCRDOff(t *testing.T) {
 // names and a namespace that forbids hostPath stop the apply before any
 // write; nothing is deleted.
 func TestAccReporter_refused(t *testing.T) {
+	// Serial, as every reporter test that applies: an installation installs,
+	// hands over or checks the absence of the cluster-scoped KMSHealth CRD
+	// (kmshealths.kmshealth.io), which the other reporter tests and the data
+	// source tests share.
 	ctx := context.Background()
 	ns := uniqueName(t)
 	mustCreateNamespace(t, ns)
@@ -717,6 +733,7 @@ func TestAccReporter_refused(t *testing.T) {
 // TestAccReporter_badInput: every bad attribute fails the plan with a
 // diagnostic that names it and the fix.
 func TestAccReporter_badInput(t *testing.T) {
+	t.Parallel()
 	planOnly := func(body string, want ...string) resource.TestStep {
 		return resource.TestStep{Config: reporterConfig("namespace = \"ok\"\n" + body), PlanOnly: true, ExpectError: literalRE(want...)}
 	}
@@ -761,6 +778,10 @@ install_crd = true`, "install_crd", "target operator.openshift.io/v1/kubeapiserv
 // the pod's process runs on the host, with a kubeconfig instead of the
 // projected token, and the node name the downward API would give.)
 func TestAccReporter_runsUnderItsOwnRBAC(t *testing.T) {
+	// Serial, as every reporter test that applies: an installation installs,
+	// hands over or checks the absence of the cluster-scoped KMSHealth CRD
+	// (kmshealths.kmshealth.io), which the other reporter tests and the data
+	// source tests share.
 	ctx := context.Background()
 	ns := uniqueName(t)
 	mustCreateNamespace(t, ns)
@@ -861,6 +882,10 @@ exec "$@"`
 // TestAccReporter_shortInterval: the documented minimum probe_interval
 // plans and applies with the default timeouts, which follow the interval.
 func TestAccReporter_shortInterval(t *testing.T) {
+	// Serial, as every reporter test that applies: an installation installs,
+	// hands over or checks the absence of the cluster-scoped KMSHealth CRD
+	// (kmshealths.kmshealth.io), which the other reporter tests and the data
+	// source tests share.
 	ns := uniqueName(t)
 	mustCreateNamespace(t, ns)
 	name := reporterinstall.DefaultName
@@ -891,6 +916,10 @@ func TestAccReporter_shortInterval(t *testing.T) {
 // rollout that never completes ends at the create timeout, saying how far
 // it got.
 func TestAccReporter_waitForRollout(t *testing.T) {
+	// Serial, as every reporter test that applies: an installation installs,
+	// hands over or checks the absence of the cluster-scoped KMSHealth CRD
+	// (kmshealths.kmshealth.io), which the other reporter tests and the data
+	// source tests share.
 	ns := uniqueName(t)
 	mustCreateNamespace(t, ns)
 	ctx, cancel := context.WithCancel(context.Background())
