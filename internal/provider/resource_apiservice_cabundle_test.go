@@ -406,24 +406,6 @@ func TestAccAPIServiceCABundle_badInput(t *testing.T) {
 	})
 }
 
-// TestAccAPIServiceCABundle_emptyProviderConfig proves an unconfigured
-// provider fails with a clear message at apply time, never a localhost call.
-func TestAccAPIServiceCABundle_emptyProviderConfig(t *testing.T) {
-	// Serial: t.Setenv changes the environment of the whole test process.
-	// Outside a pod: no KUBERNETES_SERVICE_HOST, so no in-cluster configuration either.
-	for _, v := range []string{"KUBE_HOST", "KUBE_CONFIG_PATH", "KUBE_CONFIG_PATHS", "KUBE_TOKEN", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"} {
-		t.Setenv(v, "")
-	}
-	good := newCertPEM(t, "ca", certOpts{})
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: protoV6,
-		Steps: []resource.TestStep{{
-			Config:      fmt.Sprintf("resource \"kmshealth_apiservice_cabundle\" \"test\" {\n apiservice_name = \"v1.x.example.com\"\n ca_bundle = %q\n}\n", good),
-			ExpectError: regexp.MustCompile(`(?s)no Kubernetes connection configured.*config_path`),
-		}},
-	})
-}
-
 // TestAccAPIServiceCABundle_unreachable: a kubeconfig whose server refuses
 // connections makes apply say that the server is unreachable, which
 // address and which setting chose it, not "APIService not found".

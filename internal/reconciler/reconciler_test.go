@@ -28,6 +28,7 @@ const (
 )
 
 func TestReconcileRestoresDrift(t *testing.T) {
+	t.Parallel()
 	name := unique(t)
 	good, bad := newCA(t, "good"), newCA(t, "stale")
 	managed(t, name, good)
@@ -49,6 +50,7 @@ func TestReconcileRestoresDrift(t *testing.T) {
 }
 
 func TestReconcileNoWriteWithoutDrift(t *testing.T) {
+	t.Parallel()
 	name, sentinel := unique(t), unique(t)+"-sentinel"
 	good := newCA(t, "good")
 	src := managed(t, name, good)
@@ -98,6 +100,7 @@ func TestReconcileNoWriteWithoutDrift(t *testing.T) {
 }
 
 func TestReconcileSourceRotation(t *testing.T) {
+	t.Parallel()
 	name := unique(t)
 	old, rotated := newCA(t, "old"), newCA(t, "rotated")
 	src := managed(t, name, old)
@@ -117,6 +120,7 @@ func TestReconcileSourceRotation(t *testing.T) {
 }
 
 func TestReconcileInvalidSourceLeavesBundle(t *testing.T) {
+	t.Parallel()
 	name := unique(t)
 	good := newCA(t, "good")
 	src := managed(t, name, good)
@@ -156,6 +160,8 @@ func TestReconcileInvalidSourceLeavesBundle(t *testing.T) {
 }
 
 func TestReconcileLeaderElection(t *testing.T) {
+	// Serial: it measures a take-over against 4 s leases, which a machine
+	// busy with the parallel tests would stretch.
 	name := unique(t)
 	good, bad := newCA(t, "good"), newCA(t, "stale")
 	managed(t, name, good)
@@ -214,6 +220,7 @@ func waitForLeader(t *testing.T, lease, not string, limit time.Duration) string 
 }
 
 func TestReconcileSurvivesAPIServerRestart(t *testing.T) {
+	// Serial: it restarts the package's one API server under every test.
 	name := unique(t)
 	good, bad := newCA(t, "good"), newCA(t, "stale")
 	managed(t, name, good)
@@ -237,6 +244,7 @@ func TestReconcileSurvivesAPIServerRestart(t *testing.T) {
 // no annotation — as `kubectl replace` or `helm upgrade --force` do. The
 // record, not the annotation, says what to keep: the caBundle is back.
 func TestReconcileRestoresReplacedAPIService(t *testing.T) {
+	t.Parallel()
 	name := unique(t)
 	good := newCA(t, "good")
 	managed(t, name, good)
@@ -266,6 +274,7 @@ func TestReconcileRestoresReplacedAPIService(t *testing.T) {
 // TestReconcileRestoresRecreatedAPIService: the installer deletes the
 // APIService and creates it again (a new UID) during an upgrade.
 func TestReconcileRestoresRecreatedAPIService(t *testing.T) {
+	t.Parallel()
 	name := unique(t)
 	good := newCA(t, "good")
 	managed(t, name, good)
@@ -297,6 +306,7 @@ func TestReconcileRestoresRecreatedAPIService(t *testing.T) {
 // RBAC does not allow is 403, one with get on the /metrics non-resource URL
 // is 200.
 func TestReconcileMetricsNeedToken(t *testing.T) {
+	t.Parallel()
 	p := startReconciler(t, "--leader-elect=false")
 	testenv.MetricsAccess(t, env.Clientset(), p.MetricsURL, "reconciler-metrics", "workqueue_depth")
 }
