@@ -213,6 +213,7 @@ func checkDriftRestored(t *testing.T, api, want string) resource.TestCheckFunc {
 // pulled fails the apply with the pod's own reason, long before the
 // timeout.
 func TestAccPod_reconciler(t *testing.T) {
+	t.Parallel()
 	node := mustNode(t)
 	ctx := context.Background()
 	ns, srcNS := "pod-reconciler", "pod-reconciler-src"
@@ -368,6 +369,8 @@ func checkLeader(namespace, lease string, selector map[string]string) resource.T
 // token under the node name from the downward API; the data source reads it
 // back as healthy.
 func TestAccPod_reporter(t *testing.T) {
+	// Serial: it serves a KMS plugin at the node's /var/run/kmsplugin/kms-1.sock
+	// and installs the cluster-scoped KMSHealth CRD, as TestAccRelease_rehearsal does.
 	node := mustNode(t)
 	ctx := context.Background()
 	if err := os.MkdirAll("/var/run/kmsplugin", 0o755); err != nil {
@@ -531,6 +534,7 @@ func fetch(pod *corev1.Pod, maxVersion uint16) (string, error) {
 // again from the volume kubelet keeps; a profile change rolls the
 // Deployment to pods carrying the new hash that accept TLS 1.2.
 func TestAccPod_tlsProfile(t *testing.T) {
+	t.Parallel()
 	node := mustNode(t)
 	ctx := context.Background()
 	ns := "pod-tls-profile"
