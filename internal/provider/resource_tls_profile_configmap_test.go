@@ -272,7 +272,13 @@ func installAPIServerAPI(t *testing.T, spec map[string]any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(remove)
+	t.Cleanup(func() {
+		remove()
+		// The parallel tests read is_openshift from discovery.
+		if err := testenv.WaitNoAPIServerAPI(context.Background(), env.Clientset().Discovery()); err != nil {
+			t.Error(err)
+		}
+	})
 }
 
 func setClusterProfile(t *testing.T, profile map[string]any) {

@@ -139,7 +139,13 @@ func TestReconcileTLSProfileFollowsCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(remove)
+	t.Cleanup(func() {
+		remove()
+		// The parallel tests after it expect a cluster without the API.
+		if err := testenv.WaitNoAPIServerAPI(context.Background(), env.Clientset().Discovery()); err != nil {
+			t.Error(err)
+		}
+	})
 	name := unique(t)
 	_, _ = tlsProfileFixture(t, name, tlsprofile.Spec{Source: tlsprofile.SourceCluster})
 	startReconciler(t, "--leader-elect=false", "--tls-profile-configmaps=default/"+name)
