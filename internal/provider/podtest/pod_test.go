@@ -534,7 +534,8 @@ func fetch(pod *corev1.Pod, maxVersion uint16) (string, error) {
 // again from the volume kubelet keeps; a profile change rolls the
 // Deployment to pods carrying the new hash that accept TLS 1.2.
 func TestAccPod_tlsProfile(t *testing.T) {
-	t.Parallel()
+	// Serial: it restarts the package's one API server (the container must
+	// come back while it is down), which breaks every other test's watches.
 	node := mustNode(t)
 	ctx := context.Background()
 	ns := "pod-tls-profile"
