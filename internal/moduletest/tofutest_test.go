@@ -23,7 +23,6 @@ import (
 // make acc.
 func TestAccModule_tofuTest(t *testing.T) {
 	acceptance(t)
-	t.Parallel()
 	tofu := accCLIPath(t)
 	if !isOpenTofu(t, tofu) {
 		var err error
@@ -33,9 +32,9 @@ func TestAccModule_tofuTest(t *testing.T) {
 	}
 	const ns, web, secret = "tofu-test", "web", "packaging-ca"
 	inline, fromSecret := "v1.inline.tofu.kmshealth.io", "v1.source.tofu.kmshealth.io"
-	c := &cluster{name: "tofu", env: single}
+	c := &cluster{name: "tofu", env: east}
 	c.prepare(t, ns, web, []string{inline, fromSecret})
-	if _, err := single.Clientset().CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{
+	if _, err := east.Clientset().CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: secret},
 		Data:       map[string][]byte{"ca.crt": []byte(c.cas[fromSecret])},
 	}, metav1.CreateOptions{}); err != nil {
@@ -48,7 +47,7 @@ func TestAccModule_tofuTest(t *testing.T) {
 	tf := newCLI(t, tofu, dir, providerDir)
 	// The module has no provider block and the tests add none: the
 	// provider takes the cluster from the environment, as it would in CI.
-	tf.env = append(tf.env, "KUBE_CONFIG_PATH="+single.Kubeconfig)
+	tf.env = append(tf.env, "KUBE_CONFIG_PATH="+east.Kubeconfig)
 	vars := filepath.Join(t.TempDir(), "tofu-test.tfvars.json")
 	writeJSON(t, vars, map[string]string{
 		"ca_pem": c.cas[inline], "namespace": ns, "web_deployment": web,

@@ -41,7 +41,6 @@ import (
 // behind on either cluster.
 func TestAccModule_twoClusters(t *testing.T) {
 	acceptance(t)
-	t.Parallel()
 	const ns, web = "platform", "frontend"
 	apis := []string{"v1.packages.example.kmshealth.io", "v1.metrics.example.kmshealth.io"}
 	clusters := []*cluster{{name: "east", env: east}, {name: "west", env: west}}
