@@ -53,7 +53,11 @@ set +e
 # Only the packages that have acceptance tests: every other package's
 # TestMain would start an API server for nothing.
 mapfile -t pkgs < <(grep -rl --include='*_test.go' '^func TestAcc' . | xargs -n1 dirname | sort -u)
-go test "${pkgs[@]}" -run '^TestAcc' -count=1 -v -timeout 40m >"$tmp/log" 2>&1
+# -parallel 4: the tests that share nothing call t.Parallel and mostly wait
+# on the CLI and the API server. Alone on a quiet 2-core machine,
+# internal/provider under Terraform 1.5.7 took 209 s serial, 178 s at
+# -parallel 2 (the default there) and 148 s at 4.
+go test "${pkgs[@]}" -run '^TestAcc' -count=1 -v -parallel 4 -timeout 40m >"$tmp/log" 2>&1
 status=$?
 # The plan-time tests (resource.UnitTest: no cluster, no TF_ACC needed) that
 # make unit runs under Terraform 1.5.7 run under this CLI too: its own
