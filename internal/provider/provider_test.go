@@ -280,111 +280,12 @@ func TestProviderModelKubeConfig(t *testing.T) {
 	}
 }
 
-// planOnlyStep is a step that must plan (nothing is applied) and shows the
-// inline caBundle resource to create; the resource makes Terraform
-// configure the provider, and planning it needs no cluster.
-func planOnlyStep(t *testing.T, providerBlock string) resource.TestStep {
-	return resource.TestStep{
-		Config: providerBlock + fmt.Sprintf(`
-resource "kmshealth_apiservice_cabundle" "copied" {
-  apiservice_name = "v1beta1.metrics.k8s.io"
-  ca_bundle       = %q
-}
-`, newCertPEM(t, "ca", certOpts{})),
-		PlanOnly:           true,
-		ExpectNonEmptyPlan: true,
-	}
-}
-
-// TestAccProvider_copiedHashicorpBlock copies a hashicorp/kubernetes
-// provider block that uses every connection attribute its documentation
-// lists (and its behaviour attributes), renames the provider, and plans.
-// config_path and config_paths conflict there as here, so each has a step.
-func TestAccProvider_copiedHashicorpBlock(t *testing.T) {
-	dir := t.TempDir()
-	for name, content := range map[string]string{
-		"client-cert.pem":     newCertPEM(t, "client", certOpts{notCA: true}),
-		"client-key.pem":      "-----BEGIN EC PRIVATE KEY-----\nbm90IGEga2V5\n-----END EC PRIVATE KEY-----\n",
-		"cluster-ca-cert.pem": newCertPEM(t, "cluster-ca", certOpts{}),
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	block := func(paths string) string {
-		return fmt.Sprintf(`
-provider "kmshealth" {
-  host                   = "https://cluster_endpoint:6443"
-  username               = "admin"
-  password               = "correct-horse"
-  insecure               = false
-  tls_server_name        = "kubernetes.default.svc"
-  client_certificate     = file("%[1]s/client-cert.pem")
-  client_key             = file("%[1]s/client-key.pem")
-  cluster_ca_certificate = file("%[1]s/cluster-ca-cert.pem")
-  %[2]s
-  config_context           = "admin@prod"
-  config_context_auth_info = "admin"
-  config_context_cluster   = "prod"
-  token                    = "a-bearer-token"
-  proxy_url                = "http://proxy.example.com:3128"
-
-  exec {
-    api_version = "client.authentication.k8s.io/v1beta1"
-    command     = "aws"
-    args        = ["eks", "get-token", "--cluster-name", "prod"]
-    env = {
-      AWS_PROFILE = "prod"
-    }
-  }
-
-  ignore_annotations = ["^service\\.beta\\.kubernetes\\.io\\/aws-load-balancer.*"]
-  ignore_labels      = ["^example\\.com/.*"]
-
-  experiments {
-    manifest_resource = true
-  }
-}
-`, dir, paths)
-	}
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: protoV6,
-		Steps: []resource.TestStep{
-			planOnlyStep(t, block(`config_path = "~/.kube/config"`)),
-			planOnlyStep(t, block(`config_paths = ["~/.kube/config", "~/.kube/other"]`)),
-		},
-	})
-}
-
-// TestAccProvider_planTimeValidation: what hashicorp/kubernetes rejects
-// at plan time is rejected here too, naming the attribute.
-func TestAccProvider_planTimeValidation(t *testing.T) {
-	withExec := func(body string) string {
-		return fmt.Sprintf("provider \"kmshealth\" {\n  host = \"https://h\"\n  exec {\n%s\n  }\n}\n", body)
-	}
-	failing := func(block string, parts ...string) resource.TestStep {
-		step := planOnlyStep(t, block)
-		step.ExpectError = literalRE(parts...)
-		return step
-	}
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: protoV6,
-		Steps: []resource.TestStep{
-			failing(withExec(`api_version = "client.authentication.k8s.io/v1"`), `The argument "command" is required`),
-			failing(withExec(`command = "aws"`), `The argument "api_version" is required`),
-			failing(withExec("api_version = \"client.authentication.k8s.io/v1\"\ncommand = \"\""), "exec[0].command", "at least 1"),
-			failing(withExec("api_version = \"client.authentication.k8s.io/v1alpha1\"\ncommand = \"aws\""),
-				"Unsupported exec api_version", "removed from client-go in Kubernetes 1.24"),
-			failing("provider \"kmshealth\" {\n  config_path = \"/a\"\n  config_paths = [\"/b\"]\n}\n", "Invalid Attribute Combination", "cannot be configured together: [config_path,config_paths]"),
-		},
-	})
-}
-
 // TestAccProvider_explicitAttributes connects with the attributes of a
 // hashicorp/kubernetes block (no kubeconfig) and, in a second test, with
 // their KUBE_* variables and an empty block: the data source reads an
 // APIService that every API server has.
 func TestAccProvider_explicitAttributes(t *testing.T) {
+	// Serial: t.Setenv changes the environment of the whole test process.
 	const read = `
 data "kmshealth_kms_plugin_health" "test" {
   target = "apiregistration.k8s.io/v1/apiservices/v1.apps"
@@ -429,6 +330,7 @@ data "kmshealth_kms_plugin_health" "test" {
 // the pod's variables set, the provider takes the in-cluster path (read
 // from the real environment) and says what it lacks.
 func TestAccProvider_inPodWithoutServiceAccount(t *testing.T) {
+	// Serial: t.Setenv changes the environment of the whole test process.
 	if _, err := os.Stat(kube.DefaultServiceAccountDir + "/token"); err == nil {
 		t.Skip("this machine is a pod with a ServiceAccount token: the in-cluster path would really be used")
 	}
@@ -453,6 +355,7 @@ func TestAccProvider_inPodWithoutServiceAccount(t *testing.T) {
 // TestAccProvider_requestLog: under TF_LOG=DEBUG each request and response
 // is logged through tflog, with the bearer token redacted.
 func TestAccProvider_requestLog(t *testing.T) {
+	// Serial: t.Setenv changes the environment of the whole test process.
 	logFile := filepath.Join(t.TempDir(), "tf.log")
 	t.Setenv("TF_LOG", "DEBUG")
 	t.Setenv("TF_ACC_LOG_PATH", logFile)

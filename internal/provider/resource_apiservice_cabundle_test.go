@@ -98,6 +98,7 @@ func overwrite(t *testing.T, apiservice, pemText string) {
 }
 
 func TestAccAPIServiceCABundle_inline(t *testing.T) {
+	t.Parallel()
 	name := createAPIService(t, uniqueName(t)+".example.com", apiServiceOpts{})
 	ca1 := newCertPEM(t, "ca-one", certOpts{})
 	ca2 := newCertPEM(t, "ca-two", certOpts{})
@@ -172,6 +173,7 @@ func TestAccAPIServiceCABundle_inline(t *testing.T) {
 }
 
 func TestAccAPIServiceCABundle_secretSource(t *testing.T) {
+	t.Parallel()
 	name := createAPIService(t, uniqueName(t)+".example.com", apiServiceOpts{})
 	ca1 := newCertPEM(t, "ca-one", certOpts{})
 	ca2 := newCertPEM(t, "ca-two", certOpts{})
@@ -242,6 +244,7 @@ func TestAccAPIServiceCABundle_secretSource(t *testing.T) {
 }
 
 func TestAccAPIServiceCABundle_switchInlineToSource(t *testing.T) {
+	t.Parallel()
 	name := createAPIService(t, uniqueName(t)+".example.com", apiServiceOpts{})
 	ca1 := newCertPEM(t, "ca-one", certOpts{})
 	cms := env.Clientset().CoreV1().ConfigMaps("default")
@@ -282,6 +285,7 @@ func TestAccAPIServiceCABundle_switchInlineToSource(t *testing.T) {
 }
 
 func TestAccAPIServiceCABundle_conflict(t *testing.T) {
+	t.Parallel()
 	theirs := newCertPEM(t, "installer-ca", certOpts{})
 	name := createAPIService(t, uniqueName(t)+".example.com", apiServiceOpts{caBundle: []byte(theirs)})
 	ours := newCertPEM(t, "our-ca", certOpts{})
@@ -317,6 +321,7 @@ func TestAccAPIServiceCABundle_conflict(t *testing.T) {
 }
 
 func TestAccAPIServiceCABundle_deletedOutOfBand(t *testing.T) {
+	t.Parallel()
 	name := createAPIService(t, uniqueName(t)+".example.com", apiServiceOpts{})
 	ca := newCertPEM(t, "ca", certOpts{})
 	resource.Test(t, resource.TestCase{
@@ -341,6 +346,7 @@ func TestAccAPIServiceCABundle_deletedOutOfBand(t *testing.T) {
 }
 
 func TestAccAPIServiceCABundle_badInput(t *testing.T) {
+	t.Parallel()
 	good := newCertPEM(t, "ca", certOpts{})
 	expired := newCertPEM(t, "old-ca", certOpts{notAfter: time.Now().Add(-time.Hour)})
 	aggregated := createAPIService(t, uniqueName(t)+".example.com", apiServiceOpts{})
@@ -400,23 +406,6 @@ func TestAccAPIServiceCABundle_badInput(t *testing.T) {
 	})
 }
 
-// TestAccAPIServiceCABundle_emptyProviderConfig proves an unconfigured
-// provider fails with a clear message at apply time, never a localhost call.
-func TestAccAPIServiceCABundle_emptyProviderConfig(t *testing.T) {
-	// Outside a pod: no KUBERNETES_SERVICE_HOST, so no in-cluster configuration either.
-	for _, v := range []string{"KUBE_HOST", "KUBE_CONFIG_PATH", "KUBE_CONFIG_PATHS", "KUBE_TOKEN", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"} {
-		t.Setenv(v, "")
-	}
-	good := newCertPEM(t, "ca", certOpts{})
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: protoV6,
-		Steps: []resource.TestStep{{
-			Config:      fmt.Sprintf("resource \"kmshealth_apiservice_cabundle\" \"test\" {\n apiservice_name = \"v1.x.example.com\"\n ca_bundle = %q\n}\n", good),
-			ExpectError: regexp.MustCompile(`(?s)no Kubernetes connection configured.*config_path`),
-		}},
-	})
-}
-
 // TestAccAPIServiceCABundle_unreachable: a kubeconfig whose server refuses
 // connections makes apply say that the server is unreachable, which
 // address and which setting chose it, not "APIService not found".
@@ -443,6 +432,7 @@ func refusedKubeconfig(t *testing.T) (kubeconfig, providerBlock, addr string) {
 }
 
 func TestAccAPIServiceCABundle_unreachable(t *testing.T) {
+	t.Parallel()
 	kubeconfig, provider, addr := refusedKubeconfig(t)
 	config := provider + fmt.Sprintf(`
 resource "kmshealth_apiservice_cabundle" "test" {
@@ -467,6 +457,7 @@ resource "kmshealth_apiservice_cabundle" "test" {
 // created in the same run): the plan must not fail, and the apply must
 // work once the value is known.
 func TestAccAPIServiceCABundle_unknownProviderConfig(t *testing.T) {
+	t.Parallel()
 	name := createAPIService(t, uniqueName(t)+".example.com", apiServiceOpts{})
 	ca := newCertPEM(t, "ca", certOpts{})
 	config := fmt.Sprintf(`
@@ -502,6 +493,7 @@ resource "kmshealth_apiservice_cabundle" "test" {
 // certificates alone (what the reconciler writes too), plans empty after
 // apply, and exposes each certificate as openssl shows it.
 func TestAccAPIServiceCABundle_noisyBundle(t *testing.T) {
+	t.Parallel()
 	name := createAPIService(t, uniqueName(t)+".example.com", apiServiceOpts{})
 	ca1 := newCertPEM(t, "ca-one", certOpts{})
 	ca2 := newCertPEM(t, "ca-two", certOpts{})

@@ -322,6 +322,7 @@ func targetBlock(kind rbacproxy.Kind, ns, name string) string {
 // edited out of band show as drift and are restored; import; destroy
 // releases exactly our fields.
 func TestAccRBACProxySidecar_deployment(t *testing.T) {
+	t.Parallel()
 	ns := uniqueName(t)
 	mustCreateNamespace(t, ns)
 	createWorkload(t, rbacproxy.KindDeployment, ns, "web", "web-sa")
@@ -446,8 +447,10 @@ func removeSidecar(t *testing.T, ns, name string) {
 // sidecar too (the API server's validation is the judge), with a TLS
 // Secret mounted; destroy leaves their own fields.
 func TestAccRBACProxySidecar_kinds(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []rbacproxy.Kind{rbacproxy.KindStatefulSet, rbacproxy.KindDaemonSet} {
 		t.Run(string(kind), func(t *testing.T) {
+			t.Parallel()
 			ns := uniqueName(t)
 			mustCreateNamespace(t, ns)
 			createWorkload(t, kind, ns, "db", "db-sa")
@@ -493,6 +496,7 @@ tls_profile     = { min_tls_version = "VersionTLS12", cipher_suites = ["TLS_ECDH
 // fails at plan time, naming the attribute and the fix; what needs the
 // cluster fails at apply before anything is written.
 func TestAccRBACProxySidecar_badInput(t *testing.T) {
+	t.Parallel()
 	ns := uniqueName(t)
 	mustCreateNamespace(t, ns)
 	createWorkload(t, rbacproxy.KindDeployment, ns, "web", "web-sa")
@@ -568,6 +572,7 @@ func nameKey(name string) string {
 // 401, an ignored path passes without a token, and a TLS 1.2 client is
 // refused by the Modern profile passed in as tls_profile.
 func TestAccRBACProxySidecar_realProxy(t *testing.T) {
+	t.Parallel()
 	bin := os.Getenv("KMSHEALTH_KUBE_RBAC_PROXY")
 	if bin == "" {
 		t.Fatal("KMSHEALTH_KUBE_RBAC_PROXY is not set: export KMSHEALTH_KUBE_RBAC_PROXY=$(bash tools/install.sh kube-rbac-proxy) (scripts/test-acc.sh does)")
@@ -935,6 +940,7 @@ func fakeStatefulSetRollout(t *testing.T, ns, name string) {
 // out, and fails the apply, naming where the rollout stands, on a
 // DaemonSet that no controller rolls out; destroy then cleans up.
 func TestAccRBACProxySidecar_waitForRollout(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		kind rbacproxy.Kind
 		fake func(t *testing.T, ns, name string)
@@ -945,6 +951,7 @@ func TestAccRBACProxySidecar_waitForRollout(t *testing.T) {
 		{kind: rbacproxy.KindDaemonSet, err: "DaemonSet %s/web did not roll out in time (observed generation 0 of 2"},
 	} {
 		t.Run(string(c.kind), func(t *testing.T) {
+			t.Parallel()
 			ns := uniqueName(t)
 			mustCreateNamespace(t, ns)
 			createWorkload(t, c.kind, ns, "web", "web-sa")

@@ -355,6 +355,7 @@ func checkNamespaceKept(ns string) resource.TestCheckFunc {
 // empty plan, import, and drift of the Deployment, a sources Role, the
 // ClusterRole and the Service, each restored by the next apply.
 func TestAccReconciler_basic(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := uniqueName(t)             // where the reconciler runs
 	srcNS := uniqueName(t) + "-src" // where the Secret source lives
@@ -535,6 +536,7 @@ resource "kmshealth_reconciler" "test" {
 // longer named is deleted), the replicas (the PodDisruptionBudget goes) and
 // the image and resources.
 func TestAccReconciler_update(t *testing.T) {
+	t.Parallel()
 	ns := uniqueName(t)
 	nsA, nsB := uniqueName(t)+"-a", uniqueName(t)+"-b"
 	for _, n := range []string{ns, nsA, nsB} {
@@ -623,6 +625,9 @@ func TestAccReconciler_update(t *testing.T) {
 // TestAccReconciler_createNamespace creates the namespace, deletes it on
 // destroy, and refuses to take over a namespace it did not create.
 func TestAccReconciler_createNamespace(t *testing.T) {
+	// Serial: it waits for a namespace to be deleted, which the namespace
+	// controller cannot finish while another test's APIService (whose
+	// Service does not exist) makes discovery fail.
 	ns := uniqueName(t)
 	existing := uniqueName(t) + "-existing"
 	mustCreateNamespace(t, existing)
@@ -680,6 +685,8 @@ func TestAccReconciler_createNamespace(t *testing.T) {
 // its delete timeout saying what holds the namespace, and succeeds once the
 // cause is gone.
 func TestAccReconciler_namespaceHeld(t *testing.T) {
+	// Serial: its unavailable APIService blocks the deletion of every
+	// namespace in the cluster while it runs.
 	ns := uniqueName(t)
 	broken := createAPIService(t, uniqueName(t)+".example.com", apiServiceOpts{}) // its Service does not exist
 	config := reconcilerConfig(fmt.Sprintf("namespace = %q\ncreate_namespace = true\ntimeouts {\n  delete = \"15s\"\n}", ns))
@@ -795,6 +802,7 @@ func fakeStuckPod(t *testing.T, namespace, name string) {
 // fails at once, with the pod's own reason, on one whose pod cannot pull
 // its image.
 func TestAccReconciler_waitForRollout(t *testing.T) {
+	t.Parallel()
 	ns := uniqueName(t)
 	mustCreateNamespace(t, ns)
 	resource.Test(t, resource.TestCase{
@@ -867,6 +875,7 @@ func TestAccReconciler_waitForRollout(t *testing.T) {
 // TestAccReconciler_foreignObject refuses to take over an object of the
 // same name that kmshealth did not create, writes nothing, and leaves it.
 func TestAccReconciler_foreignObject(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := uniqueName(t)
 	mustCreateNamespace(t, ns)
@@ -888,48 +897,6 @@ func TestAccReconciler_foreignObject(t *testing.T) {
 				return fmt.Errorf("a refused apply created the Deployment (err=%w)", err)
 			}
 			return nil
-		},
-	})
-}
-
-// TestAccReconciler_badInput: every bad attribute fails the plan with a
-// diagnostic that names it.
-func TestAccReconciler_badInput(t *testing.T) {
-	planOnly := func(body, wantErr string) resource.TestStep {
-		return resource.TestStep{Config: reconcilerConfig(body), PlanOnly: true, ExpectError: wrappedRE(wantErr)}
-	}
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: protoV6,
-		Steps: []resource.TestStep{
-			planOnly(`namespace = "Not_A_Namespace"`, `(?s)namespace.*"Not_A_Namespace" is not a namespace name`),
-			planOnly(`namespace = "ok"
-name = "9lives"`, `(?s)name.*"9lives" is not a reconciler name`),
-			planOnly(`namespace = "ok"
-name = "`+strings.Repeat("a", 56)+`"`, `no more than 55 characters`),
-			planOnly(`namespace = "ok"
-replicas = 0`, `(?s)replicas.*must be between 1 and 2147483647, got: 0`),
-			planOnly(`namespace = "ok"
-image = ""`, `(?s)Invalid image.*image: must not be empty`),
-			planOnly(`namespace = "ok"
-ca_bundles = { "v1.x.example.com" = "Secret/default/no-key" }`, `(?s)Invalid CA bundle source.*"Secret/default/no-key".*want Kind/namespace/name/key`),
-			planOnly(`namespace = "ok"
-ca_bundles = { "v1.x.example.com" = "Pod/default/x/ca.crt" }`, `(?s)ca_bundles.*kind "Pod": must be "Secret" or "ConfigMap"`),
-			planOnly(`namespace = "ok"
-ca_bundles = { "Not_An_APIService" = "Secret/default/x/ca.crt" }`, `(?s)ca_bundles.*Not_An_APIService`),
-			planOnly(`namespace = "ok"
-cpu_request = "lots"`, `(?s)Invalid quantity.*cpu_request: "lots" is not a quantity`),
-			planOnly(`namespace = "ok"
-memory_request = "1Gi"`, `(?s)memory_request.*memory_request 1Gi is above memory_limit 128Mi`),
-			planOnly(`namespace = "ok"
-tls_profiles = [{ namespace = "apps", name = "p", rollout_targets = [{ kind = "Pod", namespace = "apps", name = "web" }] }]`,
-				`(?s)tls_profiles\[0\].rollout_targets\[0\].kind.*value must be one of`),
-			planOnly(`namespace = "ok"
-tls_profiles = [{ namespace = "Apps", name = "p" }]`, `(?s)Invalid value.*"Apps" is not a namespace name`),
-			planOnly(`namespace = "ok"
-tls_profiles = [{ namespace = "apps", name = "p" }, { namespace = "apps", name = "p" }]`, `(?s)Duplicate List Value.*tls_profiles.*duplicate values`),
-			planOnly(`namespace = "ok"
-rbac_proxy_sidecars = [{ target = { kind = "Deployment", namespace = "apps", name = "web" }, image = "quay.io/brancz/kube-rbac-proxy:v0.19.1", args = ["--upstream=http://127.0.0.1:8080/"], pinned_sidecar = "{}" }]`,
-				`(?s)Invalid pinned_sidecar.*rbac_proxy_sidecars\[0\].pinned_sidecar: decode the pinned sidecar.*pinned_sidecar = s.pinned_sidecar`),
 		},
 	})
 }
@@ -985,6 +952,7 @@ func listWatch[L runtime.Object](list func(context.Context, metav1.ListOptions) 
 // the pod's process runs on the host, with a kubeconfig instead of the
 // in-cluster configuration.)
 func TestAccReconciler_runsUnderItsOwnRBAC(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns, srcNS := uniqueName(t), uniqueName(t)+"-src"
 	mustCreateNamespace(t, ns)
@@ -1135,6 +1103,7 @@ func (r *installedReconciler) checkNotDenied(names ...string) error {
 // ConfigMap and the rollout target's hash, and restores a removed hash;
 // import reads tls_profiles back from the record.
 func TestAccReconciler_keepsTLSProfiles(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns, appNS := uniqueName(t), uniqueName(t)+"-app"
 	mustCreateNamespace(t, ns)
@@ -1236,6 +1205,7 @@ resource "kmshealth_reconciler" "test" {
 // sidecar back after a kubectl replace of the workload without it; import
 // reads rbac_proxy_sidecars back from the record.
 func TestAccReconciler_keepsRBACProxySidecars(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns, appNS := uniqueName(t), uniqueName(t)+"-app"
 	mustCreateNamespace(t, ns)
@@ -1336,6 +1306,7 @@ func mustResolve(t *testing.T, spec tlsprofile.Spec) tlsprofile.Resolved {
 // connections says so, with the server and the setting that chose it, as
 // every resource does; nothing is recorded in the state.
 func TestAccReconciler_unreachable(t *testing.T) {
+	t.Parallel()
 	kubeconfig, provider, addr := refusedKubeconfig(t)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6,

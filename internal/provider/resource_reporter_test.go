@@ -322,6 +322,10 @@ func checkWritesOnlyItsTarget(t *testing.T, namespace, name string, target kmshe
 // ClusterRoleBinding, the DaemonSet and the KMSHealth object, each
 // restored by the next apply; destroy removes the CRD.
 func TestAccReporter_basic(t *testing.T) {
+	// Serial, as every reporter test that applies: an installation installs,
+	// hands over or checks the absence of the cluster-scoped KMSHealth CRD
+	// (kmshealths.kmshealth.io), which the other reporter tests and the data
+	// source tests share.
 	ctx := context.Background()
 	ns := uniqueName(t)
 	mustCreateNamespace(t, ns)
@@ -511,6 +515,10 @@ func conditionTypesOf(target kmshealth.Target) ([]string, error) {
 // updates the sockets and timing; imports; and on destroy removes only
 // kmshealth's conditions from the object, which stays.
 func TestAccReporter_customTarget(t *testing.T) {
+	// Serial, as every reporter test that applies: an installation installs,
+	// hands over or checks the absence of the cluster-scoped KMSHealth CRD
+	// (kmshealths.kmshealth.io), which the other reporter tests and the data
+	// source tests share.
 	ns := uniqueName(t)
 	mustCreateNamespace(t, ns)
 	name := "kms"
@@ -617,6 +625,10 @@ read_timeout = "2s"`)
 // TestAccReporter_installCRDOff turns install_crd off: the CRD and its
 // object are handed over (no perpetual diff), and destroy keeps them.
 func TestAccReporter_installCRDOff(t *testing.T) {
+	// Serial, as every reporter test that applies: an installation installs,
+	// hands over or checks the absence of the cluster-scoped KMSHealth CRD
+	// (kmshealths.kmshealth.io), which the other reporter tests and the data
+	// source tests share.
 	ns := uniqueName(t)
 	mustCreateNamespace(t, ns)
 	name := reporterinstall.DefaultName
@@ -673,6 +685,10 @@ func TestAccReporter_installCRDOff(t *testing.T) {
 // names and a namespace that forbids hostPath stop the apply before any
 // write; nothing is deleted.
 func TestAccReporter_refused(t *testing.T) {
+	// Serial, as every reporter test that applies: an installation installs,
+	// hands over or checks the absence of the cluster-scoped KMSHealth CRD
+	// (kmshealths.kmshealth.io), which the other reporter tests and the data
+	// source tests share.
 	ctx := context.Background()
 	ns := uniqueName(t)
 	mustCreateNamespace(t, ns)
@@ -714,43 +730,6 @@ func TestAccReporter_refused(t *testing.T) {
 	})
 }
 
-// TestAccReporter_badInput: every bad attribute fails the plan with a
-// diagnostic that names it and the fix.
-func TestAccReporter_badInput(t *testing.T) {
-	planOnly := func(body string, want ...string) resource.TestStep {
-		return resource.TestStep{Config: reporterConfig("namespace = \"ok\"\n" + body), PlanOnly: true, ExpectError: literalRE(want...)}
-	}
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: protoV6,
-		Steps: []resource.TestStep{
-			planOnly(`kms_sockets = ["unix:///tmp/kms.sock"]`, "kms_sockets", `"unix:///tmp/kms.sock": must match ^unix:///var/run/kmsplugin/kms-(\d+)\.sock$`, "or remove kms_sockets and set socket_dir"),
-			planOnly(`kms_sockets = ["unix:///var/run/kmsplugin/kms-1.sock", "unix:///var/run/kmsplugin/kms-01.sock"]`, "kms_sockets", "keyID 1 is already given"),
-			planOnly(`kms_sockets = []`, "kms_sockets is empty"),
-			planOnly(`kms_sockets = ["unix:///var/run/kmsplugin/kms-1.sock"]
-socket_dir = "/var/run/kmsplugin"`, `"kms_sockets"`, "cannot be specified when", `"socket_dir"`),
-			planOnly(`socket_dir = "run/kms"`, "socket_dir", `"run/kms" is not an absolute path`),
-			planOnly(`probe_interval = "1s"`, `probe_interval: "1s" must be at least 5s`),
-			planOnly(`probe_interval = "soon"`, `probe_interval: "soon" is not a duration`),
-			planOnly(`read_timeout = "30s"`, "read_timeout 30s: must be positive and shorter than the interval (30s)", "lower read_timeout or raise probe_interval"),
-			planOnly(`probe_interval = "45s"
-write_timeout = "1m"`, "write_timeout 1m0s: must be positive and shorter than the interval (45s)"),
-			planOnly(`target = "kmshealths/cluster"`, "target", "want group/version/resource/name"),
-			planOnly(`target = "kmshealth.io/v1alpha1/KMSHealth/cluster"`, "target", `resource "KMSHealth" (plural, lower case)`),
-			planOnly(`target = "operator.openshift.io/v1/kubeapiservers/cluster"
-install_crd = true`, "install_crd", "target operator.openshift.io/v1/kubeapiservers/cluster is not a KMSHealth object", "set install_crd = false"),
-			planOnly(`node_selector = { "bad key" = "" }`, "node_selector", `key "bad key" is not a label key`),
-			planOnly(`tolerations = [{ key = "a", operator = "In" }]`, "tolerations", `operator "In": must be Exists or Equal`),
-			planOnly(`tolerations = [{ operator = "Exists", value = "x" }]`, "tolerations", "must be empty with operator Exists"),
-			planOnly(`tolerations = [{ key = "a", effect = "NoSchedule", toleration_seconds = 5 }]`, "tolerations", "only valid with effect NoExecute"),
-			planOnly(`run_as_user = -1`, "run_as_user", "must be at least 0"),
-			planOnly(`name = "Reporter"`, "name", `"Reporter" is not a reporter name`),
-			planOnly(`priority_class_name = "Node Critical"`, "priority_class_name", `"Node Critical" is not a PriorityClass name`),
-			planOnly(`memory_request = "1Gi"`, "memory_request", "memory_request 1Gi is above memory_limit 128Mi"),
-			planOnly(`image = ""`, "image: must not be empty"),
-		},
-	})
-}
-
 // TestAccReporter_runsUnderItsOwnRBAC runs the real provider binary with
 // the installed DaemonSet's own arguments, authenticated as the installed
 // ServiceAccount, as one node: in its own mount namespace, a test KMS
@@ -761,6 +740,10 @@ install_crd = true`, "install_crd", "target operator.openshift.io/v1/kubeapiserv
 // the pod's process runs on the host, with a kubeconfig instead of the
 // projected token, and the node name the downward API would give.)
 func TestAccReporter_runsUnderItsOwnRBAC(t *testing.T) {
+	// Serial, as every reporter test that applies: an installation installs,
+	// hands over or checks the absence of the cluster-scoped KMSHealth CRD
+	// (kmshealths.kmshealth.io), which the other reporter tests and the data
+	// source tests share.
 	ctx := context.Background()
 	ns := uniqueName(t)
 	mustCreateNamespace(t, ns)
@@ -861,6 +844,10 @@ exec "$@"`
 // TestAccReporter_shortInterval: the documented minimum probe_interval
 // plans and applies with the default timeouts, which follow the interval.
 func TestAccReporter_shortInterval(t *testing.T) {
+	// Serial, as every reporter test that applies: an installation installs,
+	// hands over or checks the absence of the cluster-scoped KMSHealth CRD
+	// (kmshealths.kmshealth.io), which the other reporter tests and the data
+	// source tests share.
 	ns := uniqueName(t)
 	mustCreateNamespace(t, ns)
 	name := reporterinstall.DefaultName
@@ -891,6 +878,10 @@ func TestAccReporter_shortInterval(t *testing.T) {
 // rollout that never completes ends at the create timeout, saying how far
 // it got.
 func TestAccReporter_waitForRollout(t *testing.T) {
+	// Serial, as every reporter test that applies: an installation installs,
+	// hands over or checks the absence of the cluster-scoped KMSHealth CRD
+	// (kmshealths.kmshealth.io), which the other reporter tests and the data
+	// source tests share.
 	ns := uniqueName(t)
 	mustCreateNamespace(t, ns)
 	ctx, cancel := context.WithCancel(context.Background())

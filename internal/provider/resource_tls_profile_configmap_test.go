@@ -118,6 +118,7 @@ func tlsConfig(body string) string {
 // annotation; the ConfigMap edited and the annotation removed out of band
 // show as a change and are restored; import; destroy leaves nothing.
 func TestAccTLSProfile_static(t *testing.T) {
+	t.Parallel()
 	ns := uniqueName(t)
 	mustCreateNamespace(t, ns)
 	mustCreateDeployment(t, ns, "web")
@@ -198,6 +199,7 @@ func TestAccTLSProfile_static(t *testing.T) {
 // curves; a name Go cannot use is dropped with a warning, and the document
 // keeps the names as given beside what Go uses.
 func TestAccTLSProfile_custom(t *testing.T) {
+	t.Parallel()
 	ns := uniqueName(t)
 	mustCreateNamespace(t, ns)
 	resource.Test(t, resource.TestCase{
@@ -232,6 +234,7 @@ profile {
 // attribute and the valid values; what needs the cluster fails before
 // anything is written.
 func TestAccTLSProfile_badInput(t *testing.T) {
+	t.Parallel()
 	ns := uniqueName(t)
 	mustCreateNamespace(t, ns)
 	if _, err := env.Clientset().CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "theirs"}, Data: map[string]string{"a": "b"}}, metav1.CreateOptions{}); err != nil {
@@ -269,7 +272,13 @@ func installAPIServerAPI(t *testing.T, spec map[string]any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(remove)
+	t.Cleanup(func() {
+		remove()
+		// The parallel tests read is_openshift from discovery.
+		if err := testenv.WaitNoAPIServerAPI(context.Background(), env.Clientset().Discovery()); err != nil {
+			t.Error(err)
+		}
+	})
 }
 
 func setClusterProfile(t *testing.T, profile map[string]any) {
@@ -283,6 +292,8 @@ func setClusterProfile(t *testing.T, profile map[string]any) {
 // object; a profile changed there shows as a change at the next plan and
 // rolls the target; is_openshift is detected.
 func TestAccTLSProfile_cluster(t *testing.T) {
+	// Serial: it installs OpenShift's cluster-scoped APIServer API, which
+	// turns is_openshift true for every other profile while it exists.
 	ns := uniqueName(t)
 	mustCreateNamespace(t, ns)
 	mustCreateDeployment(t, ns, "web")
@@ -335,6 +346,7 @@ rollout_targets = [{ kind = "Deployment", namespace = %q, name = "web" }]`, ns, 
 // (here from terraform_data's output) plan and apply; an empty list stays
 // empty, with no diff after the apply.
 func TestAccTLSProfile_unknownTargets(t *testing.T) {
+	t.Parallel()
 	ns := uniqueName(t)
 	mustCreateNamespace(t, ns)
 	mustCreateDeployment(t, ns, "web")

@@ -298,6 +298,7 @@ func driftSlot(t *testing.T, kind, name, slot, pemText string) {
 }
 
 func TestAccWebhookCABundle_validatingNamedInline(t *testing.T) {
+	t.Parallel()
 	kind := cabundle.KindValidatingWebhookConfiguration
 	otherCA := newCertPEM(t, "other-ca", certOpts{})
 	name := createWebhookConfig(t, kind, otherCA)
@@ -356,6 +357,7 @@ func TestAccWebhookCABundle_validatingNamedInline(t *testing.T) {
 }
 
 func TestAccWebhookCABundle_mutatingEverySecret(t *testing.T) {
+	t.Parallel()
 	kind := cabundle.KindMutatingWebhookConfiguration
 	name := createWebhookConfig(t, kind, "")
 	before := snapshot(t, kind, name)
@@ -425,6 +427,7 @@ func TestAccWebhookCABundle_mutatingEverySecret(t *testing.T) {
 }
 
 func TestAccWebhookCABundle_crdConversion(t *testing.T) {
+	t.Parallel()
 	kind := cabundle.KindCustomResourceDefinition
 	name := createConversionCRD(t, apiextensionsv1.WebhookConverter)
 	before := snapshot(t, kind, name)
@@ -457,6 +460,7 @@ func TestAccWebhookCABundle_crdConversion(t *testing.T) {
 }
 
 func TestAccWebhookCABundle_badInput(t *testing.T) {
+	t.Parallel()
 	good := newCertPEM(t, "ca", certOpts{})
 	expired := newCertPEM(t, "old-ca", certOpts{notAfter: time.Now().Add(-time.Hour)})
 	hooks := createWebhookConfig(t, cabundle.KindValidatingWebhookConfiguration, "")
@@ -507,6 +511,7 @@ func TestAccWebhookCABundle_badInput(t *testing.T) {
 // feed kmshealth_reconciler.webhook_ca_bundles; the record holds exactly
 // them, and the next plan is empty.
 func TestAccWebhookCABundle_keptByReconciler(t *testing.T) {
+	t.Parallel()
 	ns, srcNS := uniqueName(t), uniqueName(t)+"-src"
 	mustCreateNamespace(t, ns)
 	mustCreateNamespace(t, srcNS)

@@ -20,6 +20,7 @@ import (
 // cannot remove (a hook, an exec probe, an AppArmor profile). Each restore
 // is awaited on a watch of the workload.
 func TestReconcileRBACProxyRestoresWholeSidecar(t *testing.T) {
+	t.Parallel()
 	cfg := rbacProxyFixture(t, unique(t))
 	p := startRBACProxyReconciler(t, nil, cfg)
 	p.rbacProxyIdle(t, "first reconcile in sync", func(m map[string]float64) bool { return m[rbacProxyInSync] >= 1 })

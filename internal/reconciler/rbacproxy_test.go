@@ -208,6 +208,7 @@ func assertUserPartKept(t *testing.T, live *appsv1.Deployment) {
 // hash annotation; the reconciler, learning the workload from the config
 // ConfigMap alone, puts them back and leaves the user's part alone.
 func TestReconcileRBACProxyRestoresReplaced(t *testing.T) {
+	t.Parallel()
 	cfg := rbacProxyFixture(t, unique(t))
 	p := startRBACProxyReconciler(t, nil, cfg)
 	p.rbacProxyIdle(t, "first reconcile in sync", func(m map[string]float64) bool { return m[rbacProxyInSync] >= 1 })
@@ -233,6 +234,7 @@ func TestReconcileRBACProxyRestoresReplaced(t *testing.T) {
 // reconciler sends no write, at start-up or on events that change nothing
 // of ours; real drift of another workload is still restored, with one write.
 func TestReconcileRBACProxyNoWriteInSync(t *testing.T) {
+	t.Parallel()
 	name := unique(t)
 	cfg := rbacProxyFixture(t, name)
 	sentinel := rbacProxyFixture(t, name+"-sentinel")
@@ -283,6 +285,7 @@ func TestReconcileRBACProxyNoWriteInSync(t *testing.T) {
 // is reported by a Warning Event on the ConfigMap and a metric, and
 // nothing is written — not even when the sidecar is then removed.
 func TestReconcileRBACProxyInvalidRecord(t *testing.T) {
+	t.Parallel()
 	cfg := rbacProxyFixture(t, unique(t))
 	p := startRBACProxyReconciler(t, nil, cfg)
 	p.rbacProxyIdle(t, "first reconcile in sync", func(m map[string]float64) bool { return m[rbacProxyInSync] >= 1 })
@@ -321,6 +324,7 @@ func TestReconcileRBACProxyInvalidRecord(t *testing.T) {
 // TestReconcileRBACProxyRecreated: the installer deletes the workload and
 // creates it again (a new UID) without the sidecar: it gets it back.
 func TestReconcileRBACProxyRecreated(t *testing.T) {
+	t.Parallel()
 	cfg := rbacProxyFixture(t, unique(t))
 	p := startRBACProxyReconciler(t, nil, cfg)
 	p.rbacProxyIdle(t, "first reconcile in sync", func(m map[string]float64) bool { return m[rbacProxyInSync] >= 1 })
@@ -360,6 +364,7 @@ func TestReconcileRBACProxyRecreated(t *testing.T) {
 // the manager kmshealth_rbac_proxy_sidecar releases on destroy —, so the
 // destroy after a restore leaves nothing of ours in the workload.
 func TestReconcileRBACProxyFieldManager(t *testing.T) {
+	t.Parallel()
 	cfg := rbacProxyFixture(t, unique(t))
 	p := startRBACProxyReconciler(t, []string{"--field-manager=platform-team"}, cfg)
 	p.rbacProxyIdle(t, "first reconcile in sync", func(m map[string]float64) bool { return m[rbacProxyInSync] >= 1 })

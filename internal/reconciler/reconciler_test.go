@@ -18,12 +18,17 @@ import (
 )
 
 const (
-	restoreLimit = 10 * time.Second // acceptance line is 100 ms; this only bounds a hung test
+	// restoreLimit only bounds a hung test: these tests assert that a
+	// restore happens (seen on a watch), not how fast. The latency is the
+	// bench's to measure (go run ./internal/cmd/bench reconcile prints it),
+	// where a loaded CI machine does not turn an SLO into a flake.
+	restoreLimit = 10 * time.Second
 	patchSeries  = `kmshealth_kube_api_requests_total{resource="apiservices",verb="PATCH"}`
 	corrections  = `kmshealth_corrections_total{controller="cabundle"}`
 )
 
 func TestReconcileRestoresDrift(t *testing.T) {
+	t.Parallel()
 	name := unique(t)
 	good, bad := newCA(t, "good"), newCA(t, "stale")
 	managed(t, name, good)
@@ -45,6 +50,7 @@ func TestReconcileRestoresDrift(t *testing.T) {
 }
 
 func TestReconcileNoWriteWithoutDrift(t *testing.T) {
+	t.Parallel()
 	name, sentinel := unique(t), unique(t)+"-sentinel"
 	good := newCA(t, "good")
 	src := managed(t, name, good)
@@ -94,6 +100,7 @@ func TestReconcileNoWriteWithoutDrift(t *testing.T) {
 }
 
 func TestReconcileSourceRotation(t *testing.T) {
+	t.Parallel()
 	name := unique(t)
 	old, rotated := newCA(t, "old"), newCA(t, "rotated")
 	src := managed(t, name, old)
@@ -113,6 +120,7 @@ func TestReconcileSourceRotation(t *testing.T) {
 }
 
 func TestReconcileInvalidSourceLeavesBundle(t *testing.T) {
+	t.Parallel()
 	name := unique(t)
 	good := newCA(t, "good")
 	src := managed(t, name, good)
@@ -152,6 +160,8 @@ func TestReconcileInvalidSourceLeavesBundle(t *testing.T) {
 }
 
 func TestReconcileLeaderElection(t *testing.T) {
+	// Serial: it measures a take-over against 4 s leases, which a machine
+	// busy with the parallel tests would stretch.
 	name := unique(t)
 	good, bad := newCA(t, "good"), newCA(t, "stale")
 	managed(t, name, good)
@@ -210,6 +220,7 @@ func waitForLeader(t *testing.T, lease, not string, limit time.Duration) string 
 }
 
 func TestReconcileSurvivesAPIServerRestart(t *testing.T) {
+	// Serial: it restarts the package's one API server under every test.
 	name := unique(t)
 	good, bad := newCA(t, "good"), newCA(t, "stale")
 	managed(t, name, good)
@@ -231,9 +242,9 @@ func TestReconcileSurvivesAPIServerRestart(t *testing.T) {
 // TestReconcileRestoresReplacedAPIService: an installer rewrites the
 // APIService from a manifest that knows nothing of kmshealth — no caBundle,
 // no annotation — as `kubectl replace` or `helm upgrade --force` do. The
-// record, not the annotation, says what to keep: the caBundle is back
-// within a second.
+// record, not the annotation, says what to keep: the caBundle is back.
 func TestReconcileRestoresReplacedAPIService(t *testing.T) {
+	t.Parallel()
 	name := unique(t)
 	good := newCA(t, "good")
 	managed(t, name, good)
@@ -256,13 +267,14 @@ func TestReconcileRestoresReplacedAPIService(t *testing.T) {
 	if len(replaced.Spec.CABundle) != 0 || replaced.Annotations[cabundle.SourceAnnotation] != "" {
 		t.Fatalf("the replace kept the caBundle or the annotation; the test would prove nothing")
 	}
-	took := waitForBundle(t, apiserviceName(name), good, time.Second)
+	took := waitForBundle(t, apiserviceName(name), good, restoreLimit)
 	t.Logf("replaced APIService restored after %s", took)
 }
 
 // TestReconcileRestoresRecreatedAPIService: the installer deletes the
 // APIService and creates it again (a new UID) during an upgrade.
 func TestReconcileRestoresRecreatedAPIService(t *testing.T) {
+	t.Parallel()
 	name := unique(t)
 	good := newCA(t, "good")
 	managed(t, name, good)
@@ -285,7 +297,7 @@ func TestReconcileRestoresRecreatedAPIService(t *testing.T) {
 	if created.UID == live.UID {
 		t.Fatal("the APIService kept its UID; the test would prove nothing")
 	}
-	took := waitForBundle(t, apiserviceName(name), good, time.Second)
+	took := waitForBundle(t, apiserviceName(name), good, restoreLimit)
 	t.Logf("re-created APIService restored after %s", took)
 }
 
@@ -294,6 +306,7 @@ func TestReconcileRestoresRecreatedAPIService(t *testing.T) {
 // RBAC does not allow is 403, one with get on the /metrics non-resource URL
 // is 200.
 func TestReconcileMetricsNeedToken(t *testing.T) {
+	t.Parallel()
 	p := startReconciler(t, "--leader-elect=false")
 	testenv.MetricsAccess(t, env.Clientset(), p.MetricsURL, "reconciler-metrics", "workqueue_depth")
 }

@@ -102,6 +102,7 @@ func hasHash(hash string) func(*appsv1.Deployment) bool {
 // hash annotation dropped from the target (a kubectl replace of the
 // workload) are both put back, learnt from the ConfigMap alone.
 func TestReconcileTLSProfileRestores(t *testing.T) {
+	t.Parallel()
 	name := unique(t)
 	target, res := tlsProfileFixture(t, name, tlsprofile.Spec{Type: tlsprofile.ProfileModern, Source: tlsprofile.SourceStatic})
 	startReconciler(t, "--leader-elect=false", "--tls-profile-configmaps=default/"+name)
@@ -130,13 +131,21 @@ func TestReconcileTLSProfileRestores(t *testing.T) {
 // cluster follows OpenShift's APIServer object: a profile changed there is
 // in profile.json and on the target's pod template moments later.
 func TestReconcileTLSProfileFollowsCluster(t *testing.T) {
+	// Serial: it installs OpenShift's cluster-scoped APIServer API and sets
+	// the one cluster profile.
 	ctx := context.Background()
 	dyn := dynamic.NewForConfigOrDie(env.RESTConfig())
 	remove, err := testenv.InstallAPIServerAPI(ctx, dyn, map[string]any{"tlsSecurityProfile": map[string]any{"type": "Intermediate"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(remove)
+	t.Cleanup(func() {
+		remove()
+		// The parallel tests after it expect a cluster without the API.
+		if err := testenv.WaitNoAPIServerAPI(context.Background(), env.Clientset().Discovery()); err != nil {
+			t.Error(err)
+		}
+	})
 	name := unique(t)
 	_, _ = tlsProfileFixture(t, name, tlsprofile.Spec{Source: tlsprofile.SourceCluster})
 	startReconciler(t, "--leader-elect=false", "--tls-profile-configmaps=default/"+name)

@@ -70,6 +70,7 @@ func waitForSlots(t testing.TB, inj cabundle.Injectable, name string, slots []st
 // reconcile process puts back exactly the caBundles it keeps, from its
 // record, and leaves the webhook it does not keep alone.
 func TestReconcileWebhookRestoresAfterReplace(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	name := unique(t)
 	good := newCA(t, "good")

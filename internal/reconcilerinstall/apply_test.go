@@ -78,6 +78,7 @@ func checkNothingLeft(t *testing.T, c Config) {
 }
 
 func TestApplyObserveDelete(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	core := env.Clientset()
 	for _, ns := range []string{"ri-apply", "ri-src-a", "ri-src-b"} {
@@ -163,6 +164,7 @@ func TestApplyObserveDelete(t *testing.T) {
 }
 
 func TestApplyRefusesForeignObjects(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	core := env.Clientset()
 	createNamespace(t, core, "ri-foreign")
@@ -201,6 +203,7 @@ func TestApplyRefusesForeignObjects(t *testing.T) {
 }
 
 func TestCreateNamespace(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	core := env.Clientset()
 	c := Config{Namespace: "ri-created", Name: "rec", Image: "x", Replicas: 1, CreateNamespace: true}
@@ -237,6 +240,7 @@ func TestCreateNamespace(t *testing.T) {
 }
 
 func TestWaitForRollout(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	core := env.Clientset()
 	createNamespace(t, core, "ri-rollout")
@@ -288,6 +292,7 @@ func TestWaitForRollout(t *testing.T) {
 // namespace of a profile or a target gets a Role naming exactly its
 // objects, and a namespace no longer named loses its Role.
 func TestTLSProfiles(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	core := env.Clientset()
 	for _, ns := range []string{"ri-tls", "ri-tls-a", "ri-tls-b"} {

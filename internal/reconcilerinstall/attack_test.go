@@ -29,6 +29,8 @@ import (
 // RBAC (which objects) or the admission policies installed beside it
 // (which fields). The legitimate writes still go through.
 func TestReconcilerAttacks(t *testing.T) {
+	// Serial: it installs the cluster-scoped KMSHealth CRD through the
+	// installer, as TestPoliciesMatchEverySubresource does.
 	ctx := context.Background()
 	core := env.Clientset()
 	agg := aggregator.NewForConfigOrDie(env.RESTConfig())

@@ -60,6 +60,7 @@ func sidecarBypasses() map[string]func(*corev1ac.ContainerApplyConfiguration) {
 // ClusterRole also bound to the reconciler's ServiceAccount (the policy,
 // not RBAC, then decides).
 func TestReconcilerRBACProxyWholePin(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	core := env.Clientset()
 	for _, ns := range []string{"krp-pin", "krp-pin-app"} {

@@ -20,6 +20,7 @@ import (
 // reconciler's own write and the drift check sees no drift right after
 // it. A Kubernetes version that defaults a new field fails here.
 func TestPinnedIsWhatTheAPIServerStores(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	core := env.Clientset()
 	createNamespace(t, core, "pinned")

@@ -33,6 +33,8 @@ var ownWrites = []string{
 // cluster-admin) reaches every subresource, and one the policies do not
 // match is a write no policy looks at.
 func TestPoliciesMatchEverySubresource(t *testing.T) {
+	// Serial: it installs the cluster-scoped KMSHealth CRD through the
+	// installer, as TestReconcilerAttacks does.
 	ctx := context.Background()
 	target := reporterinstall.DefaultConfig("kube-system", "coverage")
 	if err := reporterinstall.InstallCRD(ctx, clients(), target); err != nil {

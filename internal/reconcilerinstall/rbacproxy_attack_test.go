@@ -20,6 +20,7 @@ import (
 // the API), a command, privilege, a hostPath volume, the workload's own
 // containers, init containers and volumes.
 func TestReconcilerRBACProxyAttacks(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	core := env.Clientset()
 	for _, ns := range []string{"krp-attack", "krp-attack-app"} {

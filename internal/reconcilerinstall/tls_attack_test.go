@@ -24,6 +24,7 @@ import (
 // policies to profile.json and the hash annotation. The controller's own
 // writes (the same library calls it makes) still go through.
 func TestReconcilerTLSProfileAttacks(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	core := env.Clientset()
 	for _, ns := range []string{"tls-attack", "tls-attack-app"} {

@@ -32,6 +32,7 @@ import (
 // widened, by the admission policy naming its rule. The caBundle writes
 // themselves go through.
 func TestReconcilerWebhookAttacks(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	core := env.Clientset()
 	ext := apiextensionsclient.NewForConfigOrDie(env.RESTConfig())

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
@@ -63,4 +64,22 @@ func SetClusterTLSProfile(ctx context.Context, dyn dynamic.Interface, profile ma
 	}
 	_, err = ri.Update(ctx, obj, metav1.UpdateOptions{})
 	return err
+}
+
+// WaitNoAPIServerAPI waits until discovery no longer lists OpenShift's
+// APIServer API, as tlsprofile.IsOpenShift asks it: discovery follows the
+// CRD's deletion a moment after the CRD is gone, and a test that runs next
+// (or in parallel) must see a cluster that is not OpenShift. The API server
+// offers no watch of its own discovery: it polls.
+func WaitNoAPIServerAPI(ctx context.Context, disco discovery.DiscoveryInterface) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		var ok bool
+		ok, last = tlsprofile.IsOpenShift(disco)
+		return last == nil && !ok, nil
+	})
+	if err != nil {
+		return fmt.Errorf("discovery still serves %s/%s APIServer: %w (last: %w)", tlsprofile.APIServerGroup, tlsprofile.APIServerVersion, err, last)
+	}
+	return nil
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,6 +46,7 @@ import (
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmstest"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/provider"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconcilerinstall"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reporterinstall"
@@ -213,6 +215,7 @@ func checkDriftRestored(t *testing.T, api, want string) resource.TestCheckFunc {
 // pulled fails the apply with the pod's own reason, long before the
 // timeout.
 func TestAccPod_reconciler(t *testing.T) {
+	t.Parallel()
 	node := mustNode(t)
 	ctx := context.Background()
 	ns, srcNS := "pod-reconciler", "pod-reconciler-src"
@@ -340,25 +343,39 @@ func checkInCluster(namespace string, selector map[string]string) resource.TestC
 // checkLeader: the leader election Lease is held by one of the pods.
 func checkLeader(namespace, lease string, selector map[string]string) resource.TestCheckFunc {
 	return func(*terraform.State) error {
-		ctx := context.Background()
-		l, err := env.Clientset().CoordinationV1().Leases(namespace).Get(ctx, lease, metav1.GetOptions{})
-		if err != nil {
-			return fmt.Errorf("leader election Lease: %w", err)
-		}
+		// Ready pods need not have won the election yet (on a busy machine
+		// it can take a few seconds more): watch the Lease until one of the
+		// pods holds it.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
 		pods, err := runningPods(ctx, namespace, selector)
 		if err != nil {
 			return err
 		}
-		holder := ""
-		if l.Spec.HolderIdentity != nil {
-			holder = *l.Spec.HolderIdentity
-		}
-		for _, p := range pods {
-			if strings.HasPrefix(holder, p.Name) {
-				return nil
+		leases := env.Clientset().CoordinationV1().Leases(namespace)
+		lw := kube.ListWatch(leases.List, leases.Watch, func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", lease).String()
+		})
+		holder, seen := "", false
+		_, err = watchtools.UntilWithSync(ctx, lw, &coordinationv1.Lease{}, nil, func(ev watch.Event) (bool, error) {
+			l, ok := ev.Object.(*coordinationv1.Lease)
+			if !ok || ev.Type == watch.Deleted {
+				return false, nil
 			}
+			seen, holder = true, ""
+			if l.Spec.HolderIdentity != nil {
+				holder = *l.Spec.HolderIdentity
+			}
+			return holder != "" && slices.ContainsFunc(pods, func(p corev1.Pod) bool { return strings.HasPrefix(holder, p.Name) }), nil
+		})
+		switch {
+		case err == nil:
+			return nil
+		case !seen:
+			return fmt.Errorf("leader election Lease %s/%s: none within a minute of the pods being Ready: %w", namespace, lease, err)
+		default:
+			return fmt.Errorf("Lease %s/%s held by %q, none of the reconciler pods: %w", namespace, lease, holder, err)
 		}
-		return fmt.Errorf("Lease %s/%s held by %q, none of the reconciler pods", namespace, lease, holder)
 	}
 }
 
@@ -368,6 +385,8 @@ func checkLeader(namespace, lease string, selector map[string]string) resource.T
 // token under the node name from the downward API; the data source reads it
 // back as healthy.
 func TestAccPod_reporter(t *testing.T) {
+	// Serial: it serves a KMS plugin at the node's /var/run/kmsplugin/kms-1.sock
+	// and installs the cluster-scoped KMSHealth CRD, as TestAccRelease_rehearsal does.
 	node := mustNode(t)
 	ctx := context.Background()
 	if err := os.MkdirAll("/var/run/kmsplugin", 0o755); err != nil {
@@ -531,6 +550,8 @@ func fetch(pod *corev1.Pod, maxVersion uint16) (string, error) {
 // again from the volume kubelet keeps; a profile change rolls the
 // Deployment to pods carrying the new hash that accept TLS 1.2.
 func TestAccPod_tlsProfile(t *testing.T) {
+	// Serial: it restarts the package's one API server (the container must
+	// come back while it is down), which breaks every other test's watches.
 	node := mustNode(t)
 	ctx := context.Background()
 	ns := "pod-tls-profile"

@@ -69,6 +69,7 @@ func upstreamDeployment(ns, name, sa string) *appsv1.Deployment {
 // capabilities or privilege escalation. Destroy rolls the Deployment back
 // to pods of the user's container alone, as it was.
 func TestAccPod_rbacProxy(t *testing.T) {
+	t.Parallel()
 	node := mustNode(t)
 	ctx := context.Background()
 	cs := env.Clientset()

@@ -109,6 +109,8 @@ func loadRehearsal(t *testing.T) *rehearsal {
 // would cost each pass a goreleaser run on two shared cores. Without it the
 // test fails; it never skips.
 func TestAccRelease_rehearsal(t *testing.T) {
+	// Serial: it serves a KMS plugin at the node's /var/run/kmsplugin/kms-1.sock
+	// and installs the cluster-scoped KMSHealth CRD, as TestAccPod_reporter does.
 	r := loadRehearsal(t)
 	c := newCLI(t)
 	good, wrongDigest := r.Releases[0], r.Releases[1]
