@@ -540,7 +540,7 @@ resource "kmshealth_webhook_cabundle" "crd" {
 
 resource "kmshealth_reconciler" "test" {
   namespace          = %q
-  name               = "rec"
+  name               = "rec-webhooks"
   webhook_ca_bundles = { for r in [kmshealth_webhook_cabundle.hooks, kmshealth_webhook_cabundle.crd] : r.id => { source = r.ca_bundle_source, webhooks = r.webhooks } }
   wait_for_rollout   = false # no kubelet here
 }
@@ -556,7 +556,7 @@ resource "kmshealth_reconciler" "test" {
 					resource.TestCheckResourceAttr("kmshealth_reconciler.test", "webhook_ca_bundles.MutatingWebhookConfiguration/"+hooks+".source", hookSrc),
 					resource.TestCheckResourceAttr("kmshealth_reconciler.test", "webhook_ca_bundles.CustomResourceDefinition/"+crd+".source", crdSrc),
 					func(*terraform.State) error {
-						rec, err := env.Clientset().CoreV1().ConfigMaps(ns).Get(context.Background(), "rec-record", metav1.GetOptions{})
+						rec, err := env.Clientset().CoreV1().ConfigMaps(ns).Get(context.Background(), "rec-webhooks-record", metav1.GetOptions{})
 						if err != nil {
 							return err
 						}
