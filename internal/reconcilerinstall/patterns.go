@@ -2,6 +2,8 @@ package reconcilerinstall
 
 import (
 	"maps"
+	"slices"
+	"strings"
 
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 
@@ -162,4 +164,19 @@ func PatternRoles(c Config) ([]*rbacv1ac.RoleApplyConfiguration, []*rbacv1ac.Rol
 		}
 	}
 	return roles, bindings
+}
+
+// listFlag is --flag=<ids> for the entries of a pattern that takes its
+// list as a flag, sorted (the order of the attribute does not matter, and
+// a reordering must not roll the Deployment); none for no entries.
+func listFlag[T any](flag string, entries []T, id func(T) string) []string {
+	if len(entries) == 0 {
+		return nil
+	}
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = id(e)
+	}
+	slices.Sort(ids)
+	return []string{"--" + flag + "=" + strings.Join(ids, ",")}
 }

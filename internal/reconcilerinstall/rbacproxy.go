@@ -49,15 +49,7 @@ var rbacProxyPattern = Pattern{
 	},
 	ReadRecord: func(c *Config, data map[string]string) { c.RBACProxies = rbacProxiesFromRecord(data) },
 	Args: func(c Config) []string {
-		if len(c.RBACProxies) == 0 {
-			return nil
-		}
-		ids := make([]string, len(c.RBACProxies))
-		for i, p := range c.RBACProxies {
-			ids[i] = p.ConfigMapID()
-		}
-		slices.Sort(ids)
-		return []string{"--" + reconciler.RBACProxyConfigMapsFlag + "=" + strings.Join(ids, ",")}
+		return listFlag(reconciler.RBACProxyConfigMapsFlag, c.RBACProxies, RBACProxy.ConfigMapID)
 	},
 	Policies: func(c Config) []install.Policy { return []install.Policy{WorkloadPolicy(c)} },
 }

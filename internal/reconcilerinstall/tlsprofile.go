@@ -60,15 +60,7 @@ var tlsProfilePattern = Pattern{
 	},
 	ReadRecord: func(c *Config, data map[string]string) { c.TLSProfiles = tlsProfilesFromRecord(data) },
 	Args: func(c Config) []string {
-		if len(c.TLSProfiles) == 0 {
-			return nil
-		}
-		ids := make([]string, len(c.TLSProfiles))
-		for i, p := range c.TLSProfiles {
-			ids[i] = p.ID()
-		}
-		slices.Sort(ids) // the order in tls_profiles does not matter
-		return []string{"--" + reconciler.TLSProfileConfigMapsFlag + "=" + strings.Join(ids, ",")}
+		return listFlag(reconciler.TLSProfileConfigMapsFlag, c.TLSProfiles, TLSProfile.ID)
 	},
 	Policies: func(c Config) []install.Policy { return []install.Policy{TLSConfigMapPolicy(c)} },
 }
