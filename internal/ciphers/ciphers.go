@@ -167,3 +167,22 @@ func ValidNames() []string {
 	slices.Sort(names)
 	return slices.Compact(names)
 }
+
+// fipsApproved are the suites a FIPS 140-3 TLS server may negotiate: AES-GCM
+// with ECDHE key exchange in TLS 1.2, and the AES-GCM suites of TLS 1.3
+// (NIST SP 800-52r2; the set Go's own FIPS 140-3 mode allows). CBC, 3DES,
+// ChaCha20 and RSA key exchange are not in it.
+func fipsApproved() []string {
+	return []string{
+		"TLS_AES_128_GCM_SHA256",
+		"TLS_AES_256_GCM_SHA384",
+		"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+		"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+		"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+		"TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+	}
+}
+
+// FIPSApproved reports whether a suite, by IANA name, may be used in FIPS
+// mode.
+func FIPSApproved(iana string) bool { return slices.Contains(fipsApproved(), iana) }

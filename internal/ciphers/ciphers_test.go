@@ -71,3 +71,37 @@ func TestGo(t *testing.T) {
 		t.Errorf("GoNames() = %v, want every Go suite, sorted", names)
 	}
 }
+
+// FIPS keeps AES-GCM: with ECDHE in TLS 1.2, and TLS 1.3's two AES-GCM
+// suites; every approved suite is one Go implements as secure.
+func TestFIPSApproved(t *testing.T) {
+	cat := NewCatalog()
+	for _, tt := range []struct {
+		name string
+		want bool
+	}{
+		{"ECDHE-ECDSA-AES128-GCM-SHA256", true},
+		{"ECDHE-RSA-AES256-GCM-SHA384", true},
+		{"TLS_AES_128_GCM_SHA256", true},
+		{"TLS_AES_256_GCM_SHA384", true},
+		{"TLS_CHACHA20_POLY1305_SHA256", false},
+		{"ECDHE-RSA-CHACHA20-POLY1305", false},
+		{"ECDHE-RSA-AES128-SHA256", false},
+		{"AES128-GCM-SHA256", false},
+		{"DES-CBC3-SHA", false},
+		{"DHE-RSA-AES128-GCM-SHA256", false},
+	} {
+		if got := FIPSApproved(cat.Lookup(tt.name).IANA); got != tt.want {
+			t.Errorf("FIPSApproved(%s) = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	secure := map[string]bool{}
+	for _, s := range tls.CipherSuites() {
+		secure[s.Name] = true
+	}
+	for _, name := range fipsApproved() {
+		if !secure[name] {
+			t.Errorf("%s is approved but not among Go's secure suites", name)
+		}
+	}
+}

@@ -194,6 +194,7 @@ func (p *tlsProfilePattern) Desired(obs tlsProfileObs) (tlsProfileDesired, error
 		if spec, adherence, err = tlsprofile.FromAPIServer(obs.cluster); err != nil {
 			return tlsProfileDesired{}, &controller.Problem{Reason: ReasonTLSProfileUnresolved, Metric: "source_invalid", Err: err}
 		}
+		spec.FIPS = obs.spec.FIPS // recorded by the resource; the cluster does not say
 	}
 	res, warnings, err := tlsprofile.Resolve(spec, adherence)
 	if err != nil {

@@ -63,10 +63,12 @@ func FromAPIServer(obj *unstructured.Unstructured) (Spec, Adherence, error) {
 // FromAPIServerSpec reads the spec map of an APIServer object into a Spec
 // (Source cluster) and the adherence. A missing or empty tlsSecurityProfile,
 // or an empty type, means Intermediate. For Custom, custom.ciphers,
-// custom.minTLSVersion and custom.curves are read; OpenShift's newer name
-// custom.groups is accepted for curves (both may be set only if they are
-// equal). The union members of other types are ignored, as in OpenShift.
-// Values are taken as they are: [Resolve] judges them under the adherence.
+// custom.minTLSVersion and custom.groups are read; custom.curves, the
+// spelling of the API before openshift/api#2583 named the field groups, is
+// read too, with a warning in [Spec.Warnings] (both may be set only if they
+// are equal). The union members of other types are ignored, as in
+// OpenShift. Values are taken as they are: [Resolve] judges them under the
+// adherence.
 func FromAPIServerSpec(spec map[string]any) (Spec, Adherence, error) {
 	out := Spec{Type: DefaultProfile, Source: SourceCluster}
 	adherence, err := optionalString(spec, "spec.tlsAdherence", "tlsAdherence")
@@ -113,11 +115,12 @@ func FromAPIServerSpec(spec map[string]any) (Spec, Adherence, error) {
 	}
 	switch {
 	case len(curves) > 0 && len(groups) > 0 && !slices.Equal(curves, groups):
-		return Spec{}, "", fieldError("spec.tlsSecurityProfile.custom", "", fmt.Sprintf("curves %v and groups %v differ, and they mean the same thing", curves, groups), "set only one of them", nil)
+		return Spec{}, "", fieldError("spec.tlsSecurityProfile.custom", "", fmt.Sprintf("curves %v and groups %v differ, and they mean the same thing", curves, groups), "set only groups (curves is the older spelling)", nil)
 	case len(curves) > 0:
-		out.Curves = curves
+		out.Groups = curves
+		out.Warnings = append(out.Warnings, "spec.tlsSecurityProfile.custom.curves is the older spelling of groups (openshift/api#2583); it is read as groups, but write groups instead")
 	default:
-		out.Curves = groups
+		out.Groups = groups
 	}
 	return out, Adherence(adherence), nil
 }

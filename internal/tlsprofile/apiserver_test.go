@@ -42,33 +42,35 @@ func TestFromAPIServerSpec(t *testing.T) {
 			want: Spec{Type: ProfileIntermediate},
 		},
 		{
-			name: "Custom with curves",
+			name: "Custom with groups",
 			spec: `
 tlsSecurityProfile:
   type: Custom
   custom:
     minTLSVersion: VersionTLS12
     ciphers: [ECDHE-RSA-AES128-GCM-SHA256, ECDHE-ECDSA-AES128-GCM-SHA256]
-    curves: [X25519, secp256r1]`,
-			want: Spec{Type: ProfileCustom, MinTLSVersion: VersionTLS12, Ciphers: []string{"ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-ECDSA-AES128-GCM-SHA256"}, Curves: []string{"X25519", "secp256r1"}},
+    groups: [X25519, secp256r1]`,
+			want: Spec{Type: ProfileCustom, MinTLSVersion: VersionTLS12, Ciphers: []string{"ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-ECDSA-AES128-GCM-SHA256"}, Groups: []string{"X25519", "secp256r1"}},
 		},
 		{
-			name: "Custom with OpenShift's newer name, groups",
+			name: "Custom with the older spelling, curves: read as groups, with a warning",
 			spec: `
 tlsSecurityProfile:
   type: Custom
-  custom: {minTLSVersion: VersionTLS13, ciphers: [], groups: [X25519MLKEM768]}`,
-			want: Spec{Type: ProfileCustom, MinTLSVersion: VersionTLS13, Ciphers: []string{}, Curves: []string{"X25519MLKEM768"}},
+  custom: {minTLSVersion: VersionTLS13, ciphers: [], curves: [X25519MLKEM768]}`,
+			want: Spec{Type: ProfileCustom, MinTLSVersion: VersionTLS13, Ciphers: []string{}, Groups: []string{"X25519MLKEM768"},
+				Warnings: []string{"spec.tlsSecurityProfile.custom.curves is the older spelling of groups (openshift/api#2583); it is read as groups, but write groups instead"}},
 		},
 		{
-			name: "curves and groups both set and equal",
+			name: "curves and groups both set and equal: read, with the warning",
 			spec: `tlsSecurityProfile: {type: Custom, custom: {minTLSVersion: VersionTLS13, curves: [X25519], groups: [X25519]}}`,
-			want: Spec{Type: ProfileCustom, MinTLSVersion: VersionTLS13, Curves: []string{"X25519"}},
+			want: Spec{Type: ProfileCustom, MinTLSVersion: VersionTLS13, Groups: []string{"X25519"},
+				Warnings: []string{"spec.tlsSecurityProfile.custom.curves is the older spelling of groups (openshift/api#2583); it is read as groups, but write groups instead"}},
 		},
 		{
 			name:     "curves and groups differ",
 			spec:     `tlsSecurityProfile: {type: Custom, custom: {minTLSVersion: VersionTLS13, curves: [X25519], groups: [secp256r1]}}`,
-			errField: "spec.tlsSecurityProfile.custom", errHas: "set only one of them",
+			errField: "spec.tlsSecurityProfile.custom", errHas: "set only groups",
 		},
 		{
 			name:     "Custom without custom",
@@ -158,7 +160,7 @@ spec:
 		t.Fatal(err)
 	}
 	d := r.Document
-	if d.Source != SourceCluster || !slices.Equal(d.CipherSuites, []string{"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"}) || !slices.Equal(d.CurvePreferences, []string{"secp384r1"}) || !slices.Equal(d.Curves, []string{"secp384r1"}) {
+	if d.Source != SourceCluster || !slices.Equal(d.CipherSuites, []string{"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"}) || !slices.Equal(d.CurvePreferences, []string{"secp384r1"}) || !slices.Equal(d.Groups, []string{"secp384r1"}) {
 		t.Errorf("document = %+v", d)
 	}
 	if len(warnings) != 1 || !strings.Contains(warnings[0], "spec.tlsSecurityProfile.custom.ciphers names only some TLS 1.3 suites") {
@@ -225,14 +227,11 @@ func TestAPIServerCRD(t *testing.T) {
 	if get(slices.Concat(custom, []string{"ciphers", "items", "type"})...) != "string" {
 		t.Error("ciphers are not strings")
 	}
-	var canonical []string
-	for _, c := range curveTable() {
-		canonical = append(canonical, c.names[0])
-	}
+	canonical := ValidGroups()
 	for _, field := range []string{"curves", "groups"} {
 		got := enum(slices.Concat(custom, []string{field, "items"})...)
 		if !sameSet(got, canonical) {
-			t.Errorf("%s enum = %q, want the canonical curve names %q", field, got, canonical)
+			t.Errorf("%s enum = %q, want the group names %q", field, got, canonical)
 		}
 		if get(slices.Concat(custom, []string{field, "x-kubernetes-list-type"})...) != "set" {
 			t.Errorf("%s is not a set", field)

@@ -72,7 +72,7 @@ func ConfigMap(namespace, name string, spec Spec, r Resolved, targets []Target) 
 		return nil, err
 	}
 	if spec.Source == SourceCluster {
-		spec = Spec{Source: SourceCluster} // re-read from the cluster every time
+		spec = Spec{Source: SourceCluster, FIPS: spec.FIPS} // re-read from the cluster every time
 	}
 	sp, err := json.Marshal(spec)
 	if err != nil {

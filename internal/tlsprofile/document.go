@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/ciphers"
 )
@@ -22,7 +23,7 @@ const (
 	// [Resolved.Hash], so a profile change rolls the workload.
 	HashAnnotation = "kmshealth.io/tls-profile-hash"
 	// LibraryDefaults is what curvePreferences says when the profile names
-	// no curves: the consuming TLS library's own defaults apply.
+	// no groups: the consuming TLS library's own defaults apply.
 	LibraryDefaults = "library-defaults"
 )
 
@@ -34,26 +35,74 @@ type Document struct {
 	// MinTLSVersion is the minimum version that applies (VersionTLS10 …).
 	MinTLSVersion TLSVersion `json:"minTLSVersion"`
 	// Ciphers are the cipher names as given (OpenSSL or IANA, TLS 1.3
-	// suites included), for consumers with other TLS libraries.
+	// suites included), for consumers with other TLS libraries; with FIPS,
+	// without the ones FIPS does not approve.
 	Ciphers []string `json:"ciphers"`
 	// CipherSuites are the IANA names of the TLS 1.0–1.2 suites Go will be
 	// configured with; empty when MinTLSVersion is VersionTLS13.
 	CipherSuites []string `json:"cipherSuites"`
-	// Curves are the curve names as given; empty when none were named.
-	Curves []string `json:"curves"`
-	// CurvePreferences are the curves Go will be configured with, by
-	// canonical name; written as the string "library-defaults" when empty.
+	// Groups are the key-exchange group names as given, in the profile's
+	// order (a preference order for libraries that honour one); empty when
+	// none were named; with FIPS, without the ones FIPS does not approve.
+	Groups []string `json:"groups"`
+	// CurvePreferences are the groups Go will be configured with
+	// (tls.Config.CurvePreferences), in Go's own preference order;
+	// written as the string "library-defaults" when empty.
 	CurvePreferences CurvePreferences `json:"curvePreferences"`
+	// ComponentArgs are the same settings as Kubernetes components' flags
+	// (k8s.io/apiserver SecureServingOptions): --tls-min-version,
+	// --tls-cipher-suites (left out when empty) and --tls-curve-preferences
+	// (numeric Go curve IDs; left out for the library defaults).
+	ComponentArgs []string `json:"componentArgs"`
+	// FIPS says the profile keeps only what FIPS approves.
+	FIPS bool `json:"fips,omitempty"`
+	// FIPSDropped are the ciphers and groups the profile named and FIPS
+	// does not approve.
+	FIPSDropped []string `json:"fipsDropped,omitempty"`
+	// TLSAdherence is the cluster's tlsAdherence the profile was resolved
+	// under (absent: no opinion), so that the hash follows it.
+	TLSAdherence Adherence `json:"tlsAdherence,omitempty"`
 	// Source is "static" or "cluster".
 	Source Source `json:"source"`
 }
 
-// CurvePreferences lists curve names. Empty means the TLS library's
+// The flags of Kubernetes components' secure serving (k8s.io/apiserver
+// SecureServingOptions; --tls-curve-preferences since Kubernetes 1.36).
+const (
+	FlagTLSMinVersion       = "--tls-min-version"
+	FlagTLSCipherSuites     = "--tls-cipher-suites"
+	FlagTLSCurvePreferences = "--tls-curve-preferences"
+)
+
+// componentArgsFor derives the component flags from the resolved fields:
+// the version by the name k8s.io/component-base's TLSVersion takes, the
+// suites by the IANA names its TLSCipherSuites takes, the groups as numeric
+// curve IDs as --tls-curve-preferences takes them.
+func (d Document) componentArgsFor() ([]string, error) {
+	args := []string{FlagTLSMinVersion + "=" + string(d.MinTLSVersion)}
+	if len(d.CipherSuites) > 0 {
+		args = append(args, FlagTLSCipherSuites+"="+strings.Join(d.CipherSuites, ","))
+	}
+	if len(d.CurvePreferences) > 0 {
+		ids := make([]tls.CurveID, 0, len(d.CurvePreferences))
+		for i, name := range d.CurvePreferences {
+			id, err := ParseGroup(name)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", DocumentKey, at(fmt.Sprintf("curvePreferences[%d]", i), err))
+			}
+			ids = append(ids, id)
+		}
+		args = append(args, FlagTLSCurvePreferences+"="+curveIDList(ids))
+	}
+	return args, nil
+}
+
+// CurvePreferences lists group names. Empty means the TLS library's
 // defaults, and is written as the JSON string [LibraryDefaults] rather than
 // an empty list, so the document never leaves it implicit.
 type CurvePreferences []string
 
-// UsesLibraryDefaults reports whether no curves were named.
+// UsesLibraryDefaults reports whether no groups were named.
 func (c CurvePreferences) UsesLibraryDefaults() bool { return len(c) == 0 }
 
 // MarshalJSON writes the list, or "library-defaults" when it is empty.
@@ -68,7 +117,7 @@ func (c CurvePreferences) MarshalJSON() ([]byte, error) {
 func (c *CurvePreferences) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
 	if bytes.Equal(b, []byte("null")) {
-		return fmt.Errorf("curvePreferences is null; it must be %q or a list of curve names", LibraryDefaults)
+		return fmt.Errorf("curvePreferences is null; it must be %q or a list of group names", LibraryDefaults)
 	}
 	if bytes.HasPrefix(b, []byte(`"`)) {
 		var s string
@@ -76,14 +125,14 @@ func (c *CurvePreferences) UnmarshalJSON(b []byte) error {
 			return err
 		}
 		if s != LibraryDefaults {
-			return fmt.Errorf("curvePreferences is the string %q; it must be %q or a list of curve names", s, LibraryDefaults)
+			return fmt.Errorf("curvePreferences is the string %q; it must be %q or a list of group names", s, LibraryDefaults)
 		}
 		*c = nil
 		return nil
 	}
 	var names []string
 	if err := json.Unmarshal(b, &names); err != nil {
-		return fmt.Errorf("curvePreferences must be %q or a list of curve names: %w", LibraryDefaults, err)
+		return fmt.Errorf("curvePreferences must be %q or a list of group names: %w", LibraryDefaults, err)
 	}
 	if len(names) == 0 {
 		return fmt.Errorf("curvePreferences is empty; write %q when the library defaults apply", LibraryDefaults)
@@ -120,7 +169,7 @@ func ParseDocument(b []byte) (Document, error) {
 		return Document{}, fmt.Errorf("%s is not a JSON object: %w", DocumentKey, err)
 	}
 	var missing []string
-	for _, k := range []string{"type", "minTLSVersion", "ciphers", "cipherSuites", "curves", "curvePreferences", "source"} {
+	for _, k := range []string{"type", "minTLSVersion", "ciphers", "cipherSuites", "groups", "curvePreferences", "componentArgs", "source"} {
 		if _, ok := fields[k]; !ok {
 			missing = append(missing, k)
 		}
@@ -140,6 +189,13 @@ func ParseDocument(b []byte) (Document, error) {
 	}
 	if _, err := d.TLSConfig(); err != nil {
 		return Document{}, err
+	}
+	want, err := d.componentArgsFor()
+	if err != nil {
+		return Document{}, err
+	}
+	if !slices.Equal(d.ComponentArgs, want) {
+		return Document{}, fmt.Errorf("%s: %w", DocumentKey, fieldError("componentArgs", "", fmt.Sprintf("%q does not match the other fields, which give %q", d.ComponentArgs, want), "regenerate the document with tlsprofile.Resolve", nil))
 	}
 	return d, nil
 }
@@ -171,7 +227,7 @@ func (d Document) TLSConfig() (*tls.Config, error) {
 	}
 	var curves []tls.CurveID
 	for i, name := range d.CurvePreferences {
-		id, err := ParseCurve(name)
+		id, err := ParseGroup(name)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", DocumentKey, at(fmt.Sprintf("curvePreferences[%d]", i), err))
 		}

@@ -28,7 +28,7 @@ func TestDocumentFieldOrder(t *testing.T) {
 	for _, m := range regexp.MustCompile(`(?m)^  "(\w+)":`).FindAllSubmatch(r.JSON, -1) {
 		keys = append(keys, string(m[1]))
 	}
-	want := []string{"type", "minTLSVersion", "ciphers", "cipherSuites", "curves", "curvePreferences", "source"}
+	want := []string{"type", "minTLSVersion", "ciphers", "cipherSuites", "groups", "curvePreferences", "componentArgs", "source"}
 	if !slices.Equal(keys, want) {
 		t.Fatalf("profile.json keys = %q, want %q\n%s", keys, want, r.JSON)
 	}
@@ -49,29 +49,39 @@ func TestHashIsSha256OfTheExactBytes(t *testing.T) {
 }
 
 func TestHashChangesOnlyWithTheProfile(t *testing.T) {
-	base := Spec{Type: ProfileCustom, MinTLSVersion: VersionTLS12, Ciphers: []string{"ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-ECDSA-AES128-GCM-SHA256"}, Curves: []string{"X25519", "secp256r1"}}
+	base := Spec{Type: ProfileCustom, MinTLSVersion: VersionTLS12, Ciphers: []string{"ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-ECDSA-AES128-GCM-SHA256"}, Groups: []string{"X25519", "secp256r1"}}
 	h := mustResolve(t, base).Hash
 	for i := 0; i < 20; i++ {
 		if got := mustResolve(t, base).Hash; got != h {
 			t.Fatalf("hash is not stable: %s then %s", h, got)
 		}
 	}
-	// The same profile under another adherence is the same document.
-	if r, _, err := Resolve(base, AdherenceStrict); err != nil || r.Hash != h {
-		t.Errorf("strict adherence changed an honourable profile's hash: %v", err)
+	// The adherence is part of the document, so a change of the adherence
+	// alone rolls the consumers (as kubernetes-nmstate#1514 does).
+	byAdherence := map[string]Adherence{}
+	for _, a := range []Adherence{AdherenceNoOpinion, AdherenceLegacy, AdherenceStrict} {
+		r, _, err := Resolve(base, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if other, dup := byAdherence[r.Hash]; dup {
+			t.Errorf("adherence %q: same hash as adherence %q", a, other)
+		}
+		byAdherence[r.Hash] = a
 	}
 	changes := map[string]func(s *Spec){
 		"minimum":      func(s *Spec) { s.MinTLSVersion = VersionTLS11 },
 		"cipher added": func(s *Spec) { s.Ciphers = append(s.Ciphers, "ECDHE-RSA-AES256-GCM-SHA384") },
 		"cipher order": func(s *Spec) { s.Ciphers = []string{s.Ciphers[1], s.Ciphers[0]} },
-		"curve added":  func(s *Spec) { s.Curves = append(s.Curves, "secp384r1") },
-		"no curves":    func(s *Spec) { s.Curves = nil },
+		"group added":  func(s *Spec) { s.Groups = append(s.Groups, "secp384r1") },
+		"no groups":    func(s *Spec) { s.Groups = nil },
+		"fips":         func(s *Spec) { s.FIPS = true },
 		"source":       func(s *Spec) { s.Source = SourceCluster },
 	}
 	seen := map[string]string{h: "base"}
 	for name, change := range changes {
 		s := base
-		s.Ciphers, s.Curves = slices.Clone(base.Ciphers), slices.Clone(base.Curves)
+		s.Ciphers, s.Groups = slices.Clone(base.Ciphers), slices.Clone(base.Groups)
 		change(&s)
 		got := mustResolve(t, s).Hash
 		if other, dup := seen[got]; dup {
@@ -83,8 +93,8 @@ func TestHashChangesOnlyWithTheProfile(t *testing.T) {
 
 func TestLibraryDefaultsAreExplicit(t *testing.T) {
 	r := mustResolve(t, Spec{Type: ProfileCustom, MinTLSVersion: VersionTLS12, Ciphers: []string{"ECDHE-RSA-AES128-GCM-SHA256"}})
-	if !bytes.Contains(r.JSON, []byte(`"curvePreferences": "library-defaults"`)) || !bytes.Contains(r.JSON, []byte(`"curves": []`)) {
-		t.Fatalf("a profile naming no curves must say the library defaults apply:\n%s", r.JSON)
+	if !bytes.Contains(r.JSON, []byte(`"curvePreferences": "library-defaults"`)) || !bytes.Contains(r.JSON, []byte(`"groups": []`)) {
+		t.Fatalf("a profile naming no groups must say the library defaults apply:\n%s", r.JSON)
 	}
 	cfg, err := TLSConfigFromJSON(r.JSON)
 	if err != nil {
@@ -119,7 +129,8 @@ func TestParseDocumentIgnoresUnknownFields(t *testing.T) {
 }
 
 func TestParseDocumentRejects(t *testing.T) {
-	valid := `{"type":"Custom","minTLSVersion":"VersionTLS12","ciphers":["ECDHE-RSA-AES128-GCM-SHA256"],"cipherSuites":["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"],"curves":[],"curvePreferences":"library-defaults","source":"static"}`
+	valid := `{"type":"Custom","minTLSVersion":"VersionTLS12","ciphers":["ECDHE-RSA-AES128-GCM-SHA256"],"cipherSuites":["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"],"groups":[],"curvePreferences":"library-defaults",` +
+		`"componentArgs":["--tls-min-version=VersionTLS12","--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"],"source":"static"}`
 	if _, err := ParseDocument([]byte(valid)); err != nil {
 		t.Fatalf("the valid base document is refused: %v", err)
 	}
@@ -132,7 +143,11 @@ func TestParseDocumentRejects(t *testing.T) {
 		{"empty curvePreferences list", `"library-defaults"`, `[]`, `curvePreferences is empty; write "library-defaults"`},
 		{"null curvePreferences", `"library-defaults"`, `null`, `curvePreferences is null; it must be "library-defaults" or a list`},
 		{"another marker", `"library-defaults"`, `"defaults"`, `curvePreferences is the string "defaults"`},
-		{"unknown curve", `"library-defaults"`, `["X448"]`, `curvePreferences[0]: Unsupported value: unknown curve "X448"`},
+		{"unknown group", `"library-defaults"`, `["X448"]`, `curvePreferences[0]: Unsupported value: unknown group "X448"`},
+		{"a group Go uses but componentArgs does not say", `"library-defaults"`, `["secp256r1"]`, `componentArgs: Invalid value: ["--tls-min-version=VersionTLS12" "--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"] does not match the other fields`},
+		{"componentArgs edited", `"--tls-min-version=VersionTLS12"`, `"--tls-min-version=VersionTLS10"`, `componentArgs: Invalid value`},
+		{"missing componentArgs (a document from before it existed)", `"componentArgs":["--tls-min-version=VersionTLS12","--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"],`, ``, "lacks [componentArgs]"},
+		{"curves instead of groups (a document from before the rename)", `"groups":[]`, `"curves":[]`, "lacks [groups]"},
 		{"empty cipherSuites below TLS 1.3", `["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"]`, `[]`, "cipherSuites: Invalid value: is empty but minTLSVersion VersionTLS12"},
 		{"a TLS 1.3 suite in cipherSuites", `"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"]`, `"TLS_AES_128_GCM_SHA256"]`, `cipherSuites[0]: Invalid value: is not a TLS 1.0–1.2 suite`},
 		{"an OpenSSL name in cipherSuites", `"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"]`, `"ECDHE-RSA-AES128-GCM-SHA256"]`, `cipherSuites[0]: Invalid value: is not a TLS 1.0–1.2 suite`},
@@ -160,7 +175,9 @@ func TestParseDocumentRejects(t *testing.T) {
 }
 
 func TestTLSConfig(t *testing.T) {
-	var prefs []tls.CurveID // predefined profiles name no curves: Go's defaults (nil)
+	// Every predefined profile names X25519MLKEM768, X25519, secp256r1 and
+	// secp384r1: in Go's preference order.
+	prefs := []tls.CurveID{tls.X25519MLKEM768, tls.X25519, tls.CurveP256, tls.CurveP384}
 	tests := []struct {
 		spec   Spec
 		min    uint16
@@ -184,7 +201,7 @@ func TestTLSConfig(t *testing.T) {
 			tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
 		}, prefs},
 		{Spec{Type: ProfileModern}, tls.VersionTLS13, nil, prefs},
-		{Spec{Type: ProfileCustom, MinTLSVersion: VersionTLS11, Ciphers: []string{"ECDHE-ECDSA-AES128-SHA"}, Curves: []string{"P-384"}},
+		{Spec{Type: ProfileCustom, MinTLSVersion: VersionTLS11, Ciphers: []string{"ECDHE-ECDSA-AES128-SHA"}, Groups: []string{"secp384r1"}},
 			tls.VersionTLS11, []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA}, []tls.CurveID{tls.CurveP384}},
 		{Spec{Type: ProfileCustom, MinTLSVersion: VersionTLS12, Ciphers: []string{"ECDHE-ECDSA-AES128-GCM-SHA256"}},
 			tls.VersionTLS12, []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}, nil},

@@ -2,6 +2,7 @@ package tlsprofile
 
 import (
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,15 +11,37 @@ import (
 )
 
 // Spec is what a user or the cluster asks for. Type defaults to
-// Intermediate. MinTLSVersion, Ciphers (OpenSSL or IANA names) and Curves
-// are used only with type Custom; OpenShift's `groups` field is read into
-// Curves. Source defaults to static.
+// Intermediate. MinTLSVersion, Ciphers (OpenSSL or IANA names) and Groups
+// are used only with type Custom. FIPS keeps only what FIPS approves, for
+// any type. Source defaults to static.
 type Spec struct {
 	Type          ProfileType `json:"type,omitempty"`
 	MinTLSVersion TLSVersion  `json:"minTLSVersion,omitempty"`
 	Ciphers       []string    `json:"ciphers,omitempty"`
-	Curves        []string    `json:"curves,omitempty"`
+	Groups        []string    `json:"groups,omitempty"`
+	FIPS          bool        `json:"fips,omitempty"`
 	Source        Source      `json:"source,omitempty"`
+	// Warnings are what reading the spec noticed (an older spelling in the
+	// cluster's APIServer object); Resolve passes them on first.
+	Warnings []string `json:"-"`
+}
+
+// UnmarshalJSON reads a recorded spec; a record written before groups were
+// called groups says "curves", which is read as groups.
+func (s *Spec) UnmarshalJSON(b []byte) error {
+	type plain Spec
+	var v struct {
+		plain
+		Curves []string `json:"curves"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*s = Spec(v.plain)
+	if len(s.Groups) == 0 {
+		s.Groups = v.Curves
+	}
+	return nil
 }
 
 func (s Spec) effectiveType() ProfileType {
@@ -29,7 +52,7 @@ func (s Spec) effectiveType() ProfileType {
 }
 
 func (s Spec) hasCustom() bool {
-	return s.MinTLSVersion != "" || len(s.Ciphers) > 0 || len(s.Curves) > 0
+	return s.MinTLSVersion != "" || len(s.Ciphers) > 0 || len(s.Groups) > 0
 }
 
 // Adherence is the cluster's APIServer spec.tlsAdherence.
@@ -78,21 +101,31 @@ type Resolved struct {
 //     names Go does not implement, and unknown names, are dropped with a
 //     warning listing them. With minTLSVersion VersionTLS13 no cipher is
 //     configured at all.
-//   - Curves: names become Go curve IDs; unknown names are dropped with a
-//     warning. No curves named means the TLS library's defaults, which the
+//   - Groups: names become Go curve IDs, kept as a filter on what Go offers
+//     and listed in Go's preference order (OpenShift's API says Go-based
+//     components treat the list so); unknown names, and groups the running
+//     Go does not implement, are dropped with a warning. No groups named
+//     (a Custom profile only) means the TLS library's defaults, which the
 //     document says explicitly ([LibraryDefaults]).
+//   - FIPS: with spec.FIPS, every cipher and group FIPS does not approve is
+//     dropped (only the NIST P-curves and the AES-GCM suites stay; see
+//     [GroupIsFIPSApproved] and ciphers.FIPSApproved), a minimum below TLS
+//     1.2 is raised to VersionTLS12, and the document lists what was dropped
+//     (fipsDropped), with a warning.
 //   - Adherence: under a strict adherence (StrictAllComponents, or an
 //     unknown value) an item of a Custom profile that Go cannot honour is
 //     refused with an error instead of dropped. The predefined profiles are
 //     intent-based ("the list may be reduced", says OpenShift's API), so
 //     their Go-less ciphers are dropped with a warning under any adherence.
+//     The adherence is written into the document, so the hash — and the
+//     rollout of the consumers — follows a change of the adherence alone.
 //
 // A profile that cannot be honoured is refused with a *field.Error saying
 // why — a minimum below TLS 1.3 with no usable TLS 1.0–1.2 cipher left,
-// curves named but none usable — never resolved to an empty list that would
+// groups named but none usable — never resolved to an empty list that would
 // silently fall back to Go's defaults.
 func Resolve(spec Spec, adherence Adherence) (Resolved, []string, error) {
-	var warnings []string
+	warnings := slices.Clone(spec.Warnings)
 	warn := func(format string, args ...any) { warnings = append(warnings, fmt.Sprintf(format, args...)) }
 
 	if !adherence.IsKnown() {
@@ -110,20 +143,21 @@ func Resolve(spec Spec, adherence Adherence) (Resolved, []string, error) {
 	t := spec.effectiveType()
 	var prof Profile
 	if t == ProfileCustom {
-		prof = Profile{Type: t, MinTLSVersion: spec.MinTLSVersion, Ciphers: spec.Ciphers, Curves: spec.Curves}
+		prof = Profile{Type: t, MinTLSVersion: spec.MinTLSVersion, Ciphers: slices.Clone(spec.Ciphers), Groups: slices.Clone(spec.Groups)}
 	} else {
 		pre, ok := Predefined(t)
 		if !ok {
 			return Resolved{}, warnings, at(p+"type", ValidateType(string(t)))
 		}
 		if spec.hasCustom() {
-			return Resolved{}, warnings, fieldError(p+"custom", "", fmt.Sprintf("ciphers, minTLSVersion and curves are only used with type Custom, and type is %s", t), "remove them, or set type to Custom", nil)
+			return Resolved{}, warnings, fieldError(p+"custom", "", fmt.Sprintf("ciphers, minTLSVersion and groups are only used with type Custom, and type is %s", t), "remove them, or set type to Custom", nil)
 		}
 		prof = pre
 	}
 	// Strict adherence applies to what a person named in a Custom profile.
 	refuse := adherence.IsStrict() && t == ProfileCustom
 	const strictFix = "remove them; tlsAdherence " + string(AdherenceStrict) + " refuses what Go cannot honour instead of dropping it"
+	cat := ciphers.NewCatalog()
 
 	// Minimum version.
 	minName := prof.MinTLSVersion
@@ -139,8 +173,40 @@ func Resolve(spec Spec, adherence Adherence) (Resolved, []string, error) {
 		return Resolved{}, warnings, at(p+"custom.minTLSVersion", ValidateTLSVersion(string(minName)))
 	}
 
+	// FIPS: what is not approved goes before anything else looks at it.
+	var fipsDropped []string
+	if spec.FIPS {
+		var raised string
+		if minVersion < tls.VersionTLS12 {
+			raised = fmt.Sprintf("; minTLSVersion %s raised to %s, the lowest FIPS allows", minName, VersionTLS12)
+			minName, minVersion = VersionTLS12, tls.VersionTLS12
+		}
+		prof.Ciphers = slices.DeleteFunc(prof.Ciphers, func(name string) bool {
+			c := cat.Lookup(name)
+			if c.Kind == ciphers.Unknown || ciphers.FIPSApproved(c.IANA) {
+				return false
+			}
+			fipsDropped = append(fipsDropped, name)
+			return true
+		})
+		named := len(prof.Groups) > 0
+		prof.Groups = slices.DeleteFunc(prof.Groups, func(name string) bool {
+			id, err := ParseGroup(name)
+			if err != nil || GroupIsFIPSApproved(id) {
+				return false
+			}
+			fipsDropped = append(fipsDropped, name)
+			return true
+		})
+		if named && len(prof.Groups) == 0 {
+			return Resolved{}, warnings, fieldError(p+"custom.groups", "", "names no FIPS-approved group (only secp256r1, secp384r1 and secp521r1 are)", "add one of them, or set fips to false", nil)
+		}
+		if len(fipsDropped) > 0 || raised != "" {
+			warn("%s profile with fips: dropped what FIPS does not approve: %s%s", t, strings.Join(fipsDropped, ", "), raised)
+		}
+	}
+
 	// Ciphers.
-	cat := ciphers.NewCatalog()
 	var (
 		suites         []*tls.CipherSuite
 		unusable       []string
@@ -177,7 +243,7 @@ func Resolve(spec Spec, adherence Adherence) (Resolved, []string, error) {
 	if len(belowTLS13Only) > 0 {
 		warn("%scustom.ciphers: %s never apply, because minTLSVersion is %s and TLS 1.3 suites are not configurable", p, strings.Join(belowTLS13Only, ", "), minName)
 	}
-	if t == ProfileCustom && len(tls13) > 0 && len(tls13) < 3 {
+	if t == ProfileCustom && len(tls13) > 0 && len(tls13) < 3 && !spec.FIPS {
 		warn("%scustom.ciphers names only some TLS 1.3 suites (%s); Go always enables all three TLS 1.3 suites when TLS 1.3 is negotiated, as OpenShift's API documents", p, strings.Join(tls13, ", "))
 	}
 	if minVersion < tls.VersionTLS13 && len(suites) == 0 {
@@ -189,56 +255,74 @@ func Resolve(spec Spec, adherence Adherence) (Resolved, []string, error) {
 		if len(unusable) > 0 {
 			problem += " (dropped: " + strings.Join(unusable, ", ") + ")"
 		}
+		if len(fipsDropped) > 0 {
+			problem += " (not FIPS-approved: " + strings.Join(fipsDropped, ", ") + ")"
+		}
 		return Resolved{}, warnings, fieldError(field, "", problem, "add a cipher such as ECDHE-RSA-AES128-GCM-SHA256 or ECDHE-ECDSA-AES128-GCM-SHA256, or set minTLSVersion to VersionTLS13", nil)
 	}
 	if minVersion < tls.VersionTLS12 && !slices.ContainsFunc(suites, func(s *tls.CipherSuite) bool { return slices.Contains(s.SupportedVersions, minVersion) }) {
 		warn("%s profile: minTLSVersion %s, but every remaining cipher needs TLS 1.2, so older clients cannot connect", t, minName)
 	}
 
-	// Curves.
+	// Groups: a filter on what Go offers, in Go's order.
 	var (
-		curveIDs       []tls.CurveID
-		unusableCurves []string
+		named          []tls.CurveID
+		unusableGroups []string
 	)
-	for _, name := range prof.Curves {
-		id, err := ParseCurve(name)
-		if err != nil {
-			unusableCurves = append(unusableCurves, name)
-			continue
-		}
-		if !slices.Contains(curveIDs, id) {
-			curveIDs = append(curveIDs, id)
+	for _, name := range prof.Groups {
+		id, err := ParseGroup(name)
+		switch {
+		case err != nil:
+			unusableGroups = append(unusableGroups, name+" (unknown name)")
+		case !goKnows(id):
+			unusableGroups = append(unusableGroups, name+" (not implemented by this Go's crypto/tls)")
+		default:
+			named = append(named, id)
 		}
 	}
-	if len(unusableCurves) > 0 {
+	if len(unusableGroups) > 0 {
 		if refuse {
-			return Resolved{}, warnings, fieldError(p+"custom.curves", "", "Go cannot use "+strings.Join(unusableCurves, ", ")+" (unknown names)", strictFix, ValidCurves())
+			return Resolved{}, warnings, fieldError(p+"custom.groups", "", "Go cannot use "+strings.Join(unusableGroups, ", "), strictFix, ValidGroups())
 		}
-		warn("%s profile: dropped curves Go cannot use: %s (unknown names)", t, strings.Join(unusableCurves, ", "))
+		warn("%s profile: dropped groups Go cannot use: %s", t, strings.Join(unusableGroups, ", "))
 	}
-	if len(prof.Curves) > 0 && len(curveIDs) == 0 {
-		return Resolved{}, warnings, fieldError(p+"custom.curves", "", "names no curve Go can use ("+strings.Join(unusableCurves, ", ")+")", "name at least one valid curve, or remove curves to use the TLS library defaults", ValidCurves())
+	var groupIDs []tls.CurveID
+	for _, g := range groupTable() {
+		if slices.Contains(named, g.id) {
+			groupIDs = append(groupIDs, g.id)
+		}
 	}
-	if len(curveIDs) > 0 && minVersion < tls.VersionTLS13 && !slices.ContainsFunc(curveIDs, func(id tls.CurveID) bool { return !isTLS13OnlyCurve(id) }) &&
+	if len(prof.Groups) > 0 && len(groupIDs) == 0 {
+		return Resolved{}, warnings, fieldError(p+"custom.groups", "", "names no group Go can use ("+strings.Join(unusableGroups, ", ")+")", "name at least one valid group, or remove groups to use the TLS library defaults", ValidGroups())
+	}
+	if len(groupIDs) > 0 && minVersion < tls.VersionTLS13 && !slices.ContainsFunc(groupIDs, func(id tls.CurveID) bool { return !isTLS13OnlyGroup(id) }) &&
 		slices.ContainsFunc(suites, func(s *tls.CipherSuite) bool { return strings.HasPrefix(s.Name, "TLS_ECDHE_") }) {
-		warn("%scustom.curves names only TLS 1.3 hybrid groups, so TLS 1.2 clients cannot use the ECDHE ciphers; add X25519 or secp256r1, or set minTLSVersion to VersionTLS13", p)
+		warn("%scustom.groups names only TLS 1.3 hybrid groups, so TLS 1.2 clients cannot use the ECDHE ciphers; add X25519 or secp256r1, or set minTLSVersion to VersionTLS13", p)
 	}
 
 	doc := Document{
 		Type:          t,
 		MinTLSVersion: minName,
-		Ciphers:       nonNil(slices.Clone(prof.Ciphers)),
+		Ciphers:       nonNil(prof.Ciphers),
 		CipherSuites:  []string{},
-		Curves:        nonNil(slices.Clone(prof.Curves)),
+		Groups:        nonNil(prof.Groups),
+		FIPS:          spec.FIPS,
+		FIPSDropped:   fipsDropped,
+		TLSAdherence:  adherence,
 		Source:        source,
 	}
 	for _, s := range suites {
 		doc.CipherSuites = append(doc.CipherSuites, s.Name)
 	}
-	for _, id := range curveIDs {
-		name, _ := CurveName(id)
+	for _, id := range groupIDs {
+		name, _ := GroupName(id)
 		doc.CurvePreferences = append(doc.CurvePreferences, name)
 	}
+	args, err := doc.componentArgsFor()
+	if err != nil {
+		return Resolved{}, warnings, err
+	}
+	doc.ComponentArgs = args
 	b, hash, err := doc.Encode()
 	if err != nil {
 		return Resolved{}, warnings, err

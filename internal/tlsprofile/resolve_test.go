@@ -10,9 +10,10 @@ import (
 )
 
 func TestResolve(t *testing.T) {
-	custom := func(min TLSVersion, ciphers []string, curves ...string) Spec {
-		return Spec{Type: ProfileCustom, MinTLSVersion: min, Ciphers: ciphers, Curves: curves}
+	custom := func(min TLSVersion, ciphers []string, groups ...string) Spec {
+		return Spec{Type: ProfileCustom, MinTLSVersion: min, Ciphers: ciphers, Groups: groups}
 	}
+	predefinedGroups := []string{"X25519MLKEM768", "X25519", "secp256r1", "secp384r1"}
 	tests := []struct {
 		name      string
 		spec      Spec
@@ -33,8 +34,8 @@ func TestResolve(t *testing.T) {
 		{
 			name: "empty type means Intermediate",
 			spec: Spec{}, typ: ProfileIntermediate, min: VersionTLS12, source: SourceStatic,
-			suites: []string{"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384", "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256"},
-			// A predefined profile names no curves: library defaults.
+			suites:     []string{"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384", "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256"},
+			curvePrefs: predefinedGroups,
 		},
 		{
 			name: "OpenSSL, IANA and Go alias names, any case, deduplicated, in given order",
@@ -144,46 +145,71 @@ func TestResolve(t *testing.T) {
 		},
 		{
 			name:     "custom settings on a predefined type",
-			spec:     Spec{Type: ProfileModern, Curves: []string{"X25519"}},
+			spec:     Spec{Type: ProfileModern, Groups: []string{"X25519"}},
 			errField: "custom",
 			errHas:   []string{"only used with type Custom, and type is Modern", "set type to Custom"},
 		},
 		{
-			name: "curve aliases map to Go curve IDs, duplicates collapse",
-			spec: custom(VersionTLS12, []string{"ECDHE-RSA-AES128-GCM-SHA256"}, "P-256", "secp384r1", "x25519", "prime256v1", "P-521", "SecP256r1MLKEM768", "SecP384r1MLKEM1024"),
+			name: "groups are a filter on what Go offers, listed in Go's preference order",
+			spec: custom(VersionTLS12, []string{"ECDHE-RSA-AES128-GCM-SHA256"}, "secp256r1", "secp384r1", "X25519", "secp521r1", "SecP256r1MLKEM768", "SecP384r1MLKEM1024", "X25519MLKEM768"),
 			typ:  ProfileCustom, min: VersionTLS12, source: SourceStatic,
 			suites:     []string{"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"},
-			curvePrefs: []string{"secp256r1", "secp384r1", "X25519", "secp521r1", "SecP256r1MLKEM768", "SecP384r1MLKEM1024"},
+			curvePrefs: []string{"X25519MLKEM768", "SecP256r1MLKEM768", "SecP384r1MLKEM1024", "X25519", "secp256r1", "secp384r1", "secp521r1"},
 		},
 		{
-			name: "legacy drops an unknown curve with a warning",
+			name: "legacy drops an unknown group with a warning",
 			spec: custom(VersionTLS12, []string{"ECDHE-RSA-AES128-GCM-SHA256"}, "X25519", "brainpoolP256r1"),
 			typ:  ProfileCustom, min: VersionTLS12, source: SourceStatic,
 			suites:     []string{"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"},
 			curvePrefs: []string{"X25519"},
-			warnings:   []string{"dropped curves Go cannot use: brainpoolP256r1"},
+			warnings:   []string{"dropped groups Go cannot use: brainpoolP256r1 (unknown name)"},
 		},
 		{
-			name:      "strict refuses an unknown curve",
+			name:      "strict refuses a group Go cannot honour, naming the field",
 			spec:      custom(VersionTLS12, []string{"ECDHE-RSA-AES128-GCM-SHA256"}, "X25519", "brainpoolP256r1"),
 			adherence: AdherenceStrict,
-			errField:  "custom.curves",
-			errHas:    []string{"Go cannot use brainpoolP256r1", "use one of: X25519MLKEM768"},
+			errField:  "custom.groups",
+			errHas:    []string{"custom.groups: Unsupported value: Go cannot use brainpoolP256r1", "use one of: X25519MLKEM768"},
 		},
 		{
-			name:     "curves named but none usable is refused, never the library defaults",
+			name:      "strict refuses it in the cluster's APIServer too",
+			spec:      Spec{Type: ProfileCustom, MinTLSVersion: VersionTLS13, Groups: []string{"X448"}, Source: SourceCluster},
+			adherence: "SomethingNewer",
+			errField:  "spec.tlsSecurityProfile.custom.groups",
+			errHas:    []string{"Go cannot use X448"},
+			warnings:  []string{`unknown tlsAdherence "SomethingNewer"`},
+		},
+		{
+			name:     "groups named but none usable is refused, never the library defaults",
 			spec:     custom(VersionTLS12, []string{"ECDHE-RSA-AES128-GCM-SHA256"}, "brainpoolP256r1"),
-			errField: "custom.curves",
-			errHas:   []string{"names no curve Go can use (brainpoolP256r1)", "remove curves to use the TLS library defaults"},
-			warnings: []string{"dropped curves Go cannot use: brainpoolP256r1"},
+			errField: "custom.groups",
+			errHas:   []string{"names no group Go can use (brainpoolP256r1 (unknown name))", "remove groups to use the TLS library defaults"},
+			warnings: []string{"dropped groups Go cannot use: brainpoolP256r1"},
 		},
 		{
-			name: "only TLS 1.3 hybrid curves with TLS 1.2 ECDHE ciphers is warned",
+			name: "only TLS 1.3 hybrid groups with TLS 1.2 ECDHE ciphers is warned",
 			spec: custom(VersionTLS12, []string{"ECDHE-RSA-AES128-GCM-SHA256"}, "X25519MLKEM768"),
 			typ:  ProfileCustom, min: VersionTLS12, source: SourceStatic,
 			suites:     []string{"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"},
 			curvePrefs: []string{"X25519MLKEM768"},
-			warnings:   []string{"custom.curves names only TLS 1.3 hybrid groups"},
+			warnings:   []string{"custom.groups names only TLS 1.3 hybrid groups"},
+		},
+		{
+			name: "fips keeps the NIST curves and the AES-GCM suites, raises the minimum, says what it dropped",
+			spec: Spec{Type: ProfileOld, FIPS: true},
+			typ:  ProfileOld, min: VersionTLS12, source: SourceStatic,
+			suites:     []string{"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"},
+			curvePrefs: []string{"secp256r1", "secp384r1"},
+			warnings: []string{"Old profile with fips: dropped what FIPS does not approve: TLS_CHACHA20_POLY1305_SHA256, ECDHE-ECDSA-CHACHA20-POLY1305, ECDHE-RSA-CHACHA20-POLY1305, ECDHE-ECDSA-AES128-SHA256, " +
+				"ECDHE-RSA-AES128-SHA256, ECDHE-ECDSA-AES128-SHA, ECDHE-RSA-AES128-SHA, ECDHE-ECDSA-AES256-SHA384, ECDHE-RSA-AES256-SHA384, ECDHE-ECDSA-AES256-SHA, ECDHE-RSA-AES256-SHA, " +
+				"AES128-GCM-SHA256, AES256-GCM-SHA384, AES128-SHA256, AES256-SHA256, AES128-SHA, AES256-SHA, DES-CBC3-SHA, X25519MLKEM768, X25519; minTLSVersion VersionTLS10 raised to VersionTLS12"},
+		},
+		{
+			name:     "fips leaving no TLS 1.2 cipher is refused at the ciphers",
+			spec:     Spec{Type: ProfileCustom, MinTLSVersion: VersionTLS12, Ciphers: []string{"ECDHE-RSA-CHACHA20-POLY1305"}, FIPS: true},
+			errField: "custom.ciphers",
+			errHas:   []string{"(not FIPS-approved: ECDHE-RSA-CHACHA20-POLY1305)"},
+			warnings: []string{"dropped what FIPS does not approve: ECDHE-RSA-CHACHA20-POLY1305"},
 		},
 		{
 			name:     "a cluster profile's errors name the APIServer field",
@@ -194,7 +220,7 @@ func TestResolve(t *testing.T) {
 		{
 			name: "a cluster profile records its source",
 			spec: Spec{Type: ProfileModern, Source: SourceCluster},
-			typ:  ProfileModern, min: VersionTLS13, source: SourceCluster, suites: []string{},
+			typ:  ProfileModern, min: VersionTLS13, source: SourceCluster, suites: []string{}, curvePrefs: predefinedGroups,
 		},
 		{
 			name:     "unknown source",
@@ -246,8 +272,8 @@ func TestResolve(t *testing.T) {
 			if !slices.Equal(d.CurvePreferences, tt.curvePrefs) || d.CurvePreferences.UsesLibraryDefaults() != (tt.curvePrefs == nil) {
 				t.Errorf("curvePreferences = %q, want %q", d.CurvePreferences, tt.curvePrefs)
 			}
-			if tt.spec.Type == ProfileCustom && (!slices.Equal(d.Ciphers, nonNil(tt.spec.Ciphers)) || !slices.Equal(d.Curves, nonNil(tt.spec.Curves))) {
-				t.Errorf("ciphers/curves not kept as given: %q %q", d.Ciphers, d.Curves)
+			if tt.spec.Type == ProfileCustom && !tt.spec.FIPS && (!slices.Equal(d.Ciphers, nonNil(tt.spec.Ciphers)) || !slices.Equal(d.Groups, nonNil(tt.spec.Groups))) {
+				t.Errorf("ciphers/groups not kept as given: %q %q", d.Ciphers, d.Groups)
 			}
 			if _, err := TLSConfigFromJSON(r.JSON); err != nil {
 				t.Errorf("the resolved document does not configure Go: %v", err)
@@ -257,14 +283,19 @@ func TestResolve(t *testing.T) {
 }
 
 func TestResolveDoesNotAliasTheSpec(t *testing.T) {
-	spec := Spec{Type: ProfileCustom, MinTLSVersion: VersionTLS12, Ciphers: []string{"ECDHE-RSA-AES128-GCM-SHA256"}, Curves: []string{"X25519"}}
-	r, _, err := Resolve(spec, AdherenceNoOpinion)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec.Ciphers[0], spec.Curves[0] = "changed", "changed"
-	if r.Document.Ciphers[0] != "ECDHE-RSA-AES128-GCM-SHA256" || r.Document.Curves[0] != "X25519" {
-		t.Fatalf("the document shares the spec's slices: %q %q", r.Document.Ciphers, r.Document.Curves)
+	for _, fips := range []bool{false, true} {
+		spec := Spec{Type: ProfileCustom, MinTLSVersion: VersionTLS12, Ciphers: []string{"ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-RSA-CHACHA20-POLY1305"}, Groups: []string{"secp256r1", "X25519"}, FIPS: fips}
+		r, _, err := Resolve(spec, AdherenceNoOpinion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(spec.Ciphers, []string{"ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-RSA-CHACHA20-POLY1305"}) || !slices.Equal(spec.Groups, []string{"secp256r1", "X25519"}) {
+			t.Fatalf("fips %v: Resolve changed the caller's spec: %q %q", fips, spec.Ciphers, spec.Groups)
+		}
+		spec.Ciphers[0], spec.Groups[0] = "changed", "changed"
+		if r.Document.Ciphers[0] != "ECDHE-RSA-AES128-GCM-SHA256" || r.Document.Groups[0] != "secp256r1" {
+			t.Fatalf("fips %v: the document shares the spec's slices: %q %q", fips, r.Document.Ciphers, r.Document.Groups)
+		}
 	}
 }
 

@@ -11,9 +11,11 @@
 //     time and list the valid names;
 //   - [FromAPIServer] reads the cluster's APIServer object into a [Spec] and
 //     its tlsAdherence;
-//   - [Resolve] translates a [Spec] (OpenSSL → IANA names, curve names → Go
-//     curve IDs), drops or refuses what Go cannot honour, and builds the
-//     [Document] with its exact JSON bytes and their sha256 [Resolved.Hash];
+//   - [Resolve] translates a [Spec] (OpenSSL → IANA names, group names → Go
+//     curve IDs), drops or refuses what Go cannot honour (and, with FIPS,
+//     what FIPS does not approve), and builds the [Document] with its exact
+//     JSON bytes, their sha256 [Resolved.Hash] and the Kubernetes component
+//     flags ([Document.ComponentArgs]);
 //   - [TLSConfigFromJSON] (or [Document.TLSConfig]) is what a consuming
 //     workload calls at startup to get its *tls.Config.
 //
@@ -98,26 +100,26 @@ const (
 
 // Profile is a fully specified profile: what a predefined type stands for,
 // or what a Custom spec asks for. Ciphers are OpenSSL or IANA names, TLS 1.3
-// suites included; Curves are key-exchange group names (OpenShift calls them
-// groups in its newest API; we call them curves everywhere).
+// suites included; Groups are key-exchange group names (formerly called
+// curves), spelled as OpenShift's TLSGroup enum.
 type Profile struct {
 	Type          ProfileType
 	MinTLSVersion TLSVersion
 	Ciphers       []string
-	Curves        []string
+	Groups        []string
 }
 
 // ProfileSourceVersion records which OpenShift API text the predefined
 // profiles follow, so a change of the lists is a deliberate, visible edit.
 //
-// The cipher lists are those of openshift/api config/v1 TLSProfiles after
-// Mozilla's Server Side TLS guidelines version 5.8: each list is Mozilla's
-// "ciphersuites" (TLS 1.3) followed by its "ciphers" (no DHE suites, which
-// Go cannot use anyway). The predefined profiles name no curves: a
-// workload then keeps its TLS library's defaults, and the resolved
-// document says so (curvePreferences = LibraryDefaults). Curves are set
-// only by a Custom profile.
-const ProfileSourceVersion = "openshift/api config/v1 TLSProfiles, Mozilla Server Side TLS guidelines 5.8"
+// They are openshift/api config/v1 TLSProfiles (types_tlssecurityprofile.go,
+// read at commit 2a3d73913b5a7caec4c57d5c3d04f51106ec4da3; the lists were
+// last changed there by f2ddf1eb and 816b38ee, May 2026), after Mozilla's
+// Server Side TLS guidelines version 5.8: each cipher list is Mozilla's
+// "ciphersuites" (TLS 1.3) followed by its "ciphers" (Intermediate has no
+// DHE suites any more; Modern is TLS 1.3 only), and every predefined profile
+// names the groups X25519MLKEM768, X25519, secp256r1 and secp384r1.
+const ProfileSourceVersion = "openshift/api config/v1 TLSProfiles at 2a3d73913b5a7caec4c57d5c3d04f51106ec4da3, Mozilla Server Side TLS guidelines 5.8"
 
 // Predefined returns the profile a predefined type stands for, exactly as
 // OpenShift's config.openshift.io/v1 TLSProfiles defines it (see
@@ -154,13 +156,14 @@ func Predefined(t ProfileType) (Profile, bool) {
 		"AES256-SHA",
 		"DES-CBC3-SHA",
 	}
+	groups := []string{"X25519MLKEM768", "X25519", "secp256r1", "secp384r1"}
 	switch t {
 	case ProfileOld:
-		return Profile{Type: t, MinTLSVersion: VersionTLS10, Ciphers: slices.Concat(tls13, intermediate, old)}, true
+		return Profile{Type: t, MinTLSVersion: VersionTLS10, Ciphers: slices.Concat(tls13, intermediate, old), Groups: groups}, true
 	case ProfileIntermediate:
-		return Profile{Type: t, MinTLSVersion: VersionTLS12, Ciphers: slices.Concat(tls13, intermediate)}, true
+		return Profile{Type: t, MinTLSVersion: VersionTLS12, Ciphers: slices.Concat(tls13, intermediate), Groups: groups}, true
 	case ProfileModern:
-		return Profile{Type: t, MinTLSVersion: VersionTLS13, Ciphers: tls13}, true
+		return Profile{Type: t, MinTLSVersion: VersionTLS13, Ciphers: tls13, Groups: groups}, true
 	}
 	return Profile{}, false
 }

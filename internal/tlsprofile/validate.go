@@ -12,7 +12,7 @@ import (
 // k8s.io/apimachinery's validation reports them (a *field.Error), so the
 // provider maps every pattern's field paths to attributes the same way.
 // fld is the path of the field in our API ("type", "custom.ciphers[2]",
-// "custom.minTLSVersion", "custom.curves"), prefixed with
+// "custom.minTLSVersion", "custom.groups"), prefixed with
 // "spec.tlsSecurityProfile." when the profile came from the cluster's
 // APIServer object; empty from the single-value validators, whose caller
 // sets the place (at). The Detail says what is wrong (problem), the
@@ -57,7 +57,8 @@ func fieldPrefix(s Source) string {
 }
 
 // ValidateSpec is the plan-time check of a profile: an unknown type, TLS
-// version, cipher or curve name, a duplicated curve, custom settings on a
+// version, cipher or group name, a duplicated group, more than [MaxGroups]
+// groups, custom settings on a
 // predefined type, a Custom profile without minTLSVersion, and any profile
 // [Resolve] would refuse even under the lenient adherence. Every problem is a
 // *field.Error, joined with errors.Join. Names Go cannot use but that are
@@ -71,7 +72,7 @@ func ValidateSpec(spec Spec) error {
 	}
 	if spec.effectiveType() != ProfileCustom {
 		if spec.hasCustom() {
-			errs = append(errs, fieldError(p+"custom", "", fmt.Sprintf("ciphers, minTLSVersion and curves are only used with type Custom, and type is %s", spec.effectiveType()), "remove them, or set type to Custom", nil))
+			errs = append(errs, fieldError(p+"custom", "", fmt.Sprintf("ciphers, minTLSVersion and groups are only used with type Custom, and type is %s", spec.effectiveType()), "remove them, or set type to Custom", nil))
 		}
 		return errors.Join(errs...)
 	}
@@ -85,19 +86,23 @@ func ValidateSpec(spec Spec) error {
 			errs = append(errs, at(fmt.Sprintf("%scustom.ciphers[%d]", p, i), err))
 		}
 	}
+	if spec.Groups != nil && len(spec.Groups) == 0 {
+		errs = append(errs, fieldError(p+"custom.groups", "", "is empty", "name at least one group, or leave groups out for the TLS library defaults", ValidGroups()))
+	}
+	if len(spec.Groups) > MaxGroups {
+		errs = append(errs, fieldError(p+"custom.groups", "", fmt.Sprintf("names %d groups, more than the %d OpenShift allows", len(spec.Groups), MaxGroups), "name each group once", nil))
+	}
 	seen := map[string]int{}
-	for i, c := range spec.Curves {
-		id, err := ParseCurve(c)
-		if err != nil {
-			errs = append(errs, at(fmt.Sprintf("%scustom.curves[%d]", p, i), err))
+	for i, g := range spec.Groups {
+		if err := ValidateGroup(g); err != nil {
+			errs = append(errs, at(fmt.Sprintf("%scustom.groups[%d]", p, i), err))
 			continue
 		}
-		name, _ := CurveName(id)
-		if j, dup := seen[name]; dup {
-			errs = append(errs, fieldError(fmt.Sprintf("%scustom.curves[%d]", p, i), c, "duplicate curve", fmt.Sprintf("curves[%d] already names %s; name each curve once", j, name), nil))
+		if j, dup := seen[g]; dup {
+			errs = append(errs, fieldError(fmt.Sprintf("%scustom.groups[%d]", p, i), g, "duplicate group", fmt.Sprintf("groups[%d] already names it; groups is a set, name each group once", j), nil))
 			continue
 		}
-		seen[name] = i
+		seen[g] = i
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)

@@ -12,8 +12,12 @@ import (
 	"crypto/x509/pkix"
 	"math/big"
 	"net"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
+	cliflag "k8s.io/component-base/cli/flag"
 )
 
 const wireServerName = "tlsprofile.test"
@@ -98,9 +102,53 @@ func handshake(t *testing.T, server, client *tls.Config) (tls.ConnectionState, e
 	return cli.ConnectionState(), err
 }
 
+// serverFromComponentArgs configures a server's TLS the way a Kubernetes
+// component does from its secure-serving flags: the flags registered as
+// k8s.io/apiserver's SecureServingOptions registers them (a string, a
+// string slice, an int32 slice), the version and suites converted by
+// k8s.io/component-base/cli/flag's TLSVersion and TLSCipherSuites. The
+// component-base this module pins (v0.35) predates TLSCurvePreferences
+// (v0.37, kubernetes/kubernetes#137115), so the curve IDs get its checks
+// here: each in 1–65535, no duplicates, one this Go implements.
+func serverFromComponentArgs(t *testing.T, args []string) *tls.Config {
+	t.Helper()
+	fs := pflag.NewFlagSet("component", pflag.ContinueOnError)
+	var (
+		minVersion string
+		suites     []string
+		curves     []int32
+	)
+	fs.StringVar(&minVersion, strings.TrimPrefix(FlagTLSMinVersion, "--"), "", "")
+	fs.StringSliceVar(&suites, strings.TrimPrefix(FlagTLSCipherSuites, "--"), nil, "")
+	fs.Int32SliceVar(&curves, strings.TrimPrefix(FlagTLSCurvePreferences, "--"), nil, "")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
+		t.Fatalf("a component refuses %q: %v (left over: %q)", args, err, fs.Args())
+	}
+	cfg := &tls.Config{}
+	var err error
+	if cfg.MinVersion, err = cliflag.TLSVersion(minVersion); err != nil {
+		t.Fatalf("%s=%s: %v", FlagTLSMinVersion, minVersion, err)
+	}
+	if cfg.CipherSuites, err = cliflag.TLSCipherSuites(suites); err != nil {
+		t.Fatalf("%s: %v", FlagTLSCipherSuites, err)
+	}
+	seen := map[int32]bool{}
+	for _, c := range curves {
+		id := tls.CurveID(c)
+		if c < 1 || c > 65535 || seen[c] || !goKnows(id) {
+			t.Fatalf("%s: %d is out of range, repeated or unknown to Go", FlagTLSCurvePreferences, c)
+		}
+		seen[c] = true
+		cfg.CurvePreferences = append(cfg.CurvePreferences, id)
+	}
+	return cfg
+}
+
 // The profile means what it says on the wire: a TLS server configured only
-// from the resolved profile.json accepts clients the profile allows and
-// rejects the others.
+// from the resolved profile.json — and one configured only from its
+// componentArgs, as a Kubernetes component would be — accepts clients the
+// profile allows and rejects the others: a lower version, a suite not in
+// it, a group not in it.
 func TestProfilesOnTheWire(t *testing.T) {
 	certs, pool := serverCerts(t)
 	permissive := &tls.Config{Certificates: certs, MinVersion: tls.VersionTLS10}
@@ -120,90 +168,120 @@ func TestProfilesOnTheWire(t *testing.T) {
 		curve   tls.CurveID
 	}
 	tests := []struct {
+		name    string
 		spec    Spec
 		clients []client
 	}{
-		{Spec{Type: ProfileOld}, []client{
+		{"Old", Spec{Type: ProfileOld}, []client{
 			{name: "TLS 1.0, ECDHE-ECDSA-AES128-SHA", min: tls.VersionTLS10, max: tls.VersionTLS10, suites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA},
 				accept: true, version: tls.VersionTLS10, suite: tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA, curve: tls.X25519},
 			{name: "TLS 1.0, DES-CBC3-SHA (listed explicitly, so honoured although Go's defaults drop 3DES)", min: tls.VersionTLS10, max: tls.VersionTLS10, suites: []uint16{tls.TLS_RSA_WITH_3DES_EDE_CBC_SHA},
 				accept: true, version: tls.VersionTLS10, suite: tls.TLS_RSA_WITH_3DES_EDE_CBC_SHA},
 			{name: "TLS 1.3 default client", accept: true, version: tls.VersionTLS13, curve: tls.X25519MLKEM768},
 			{name: "TLS 1.2, only RC4 (not in the profile)", min: tls.VersionTLS12, max: tls.VersionTLS12, suites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_RC4_128_SHA}},
-			{name: "TLS 1.2, only P-521 (the profile names no curves: Go's defaults, which have it, apply)", max: tls.VersionTLS12, suites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}, curves: []tls.CurveID{tls.CurveP521},
-				accept: true, version: tls.VersionTLS12, suite: tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, curve: tls.CurveP521},
+			{name: "TLS 1.2, only secp521r1 (a group not in the profile)", max: tls.VersionTLS12, suites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}, curves: []tls.CurveID{tls.CurveP521}},
+			{name: "TLS 1.2, only secp384r1", max: tls.VersionTLS12, suites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}, curves: []tls.CurveID{tls.CurveP384},
+				accept: true, version: tls.VersionTLS12, suite: tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, curve: tls.CurveP384},
 		}},
-		{Spec{Type: ProfileIntermediate}, []client{
+		{"Intermediate", Spec{Type: ProfileIntermediate}, []client{
 			{name: "TLS 1.2, ECDHE-ECDSA-AES128-GCM-SHA256", max: tls.VersionTLS12, suites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256},
 				accept: true, version: tls.VersionTLS12, suite: tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, curve: tls.X25519},
 			{name: "TLS 1.2, ECDHE-RSA-CHACHA20-POLY1305", max: tls.VersionTLS12, suites: []uint16{tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256},
 				accept: true, version: tls.VersionTLS12, suite: tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256},
 			{name: "TLS 1.3 default client", accept: true, version: tls.VersionTLS13, curve: tls.X25519MLKEM768},
+			{name: "TLS 1.3, only secp256r1", curves: []tls.CurveID{tls.CurveP256}, accept: true, version: tls.VersionTLS13, curve: tls.CurveP256},
 			{name: "TLS 1.1, below the minimum", min: tls.VersionTLS10, max: tls.VersionTLS11, suites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA}},
 			{name: "TLS 1.2, only ECDHE-ECDSA-AES128-SHA (a Go default the profile leaves out)", max: tls.VersionTLS12, suites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA}},
 			{name: "TLS 1.2, only AES128-GCM-SHA256 (RSA key exchange, left out)", max: tls.VersionTLS12, suites: []uint16{tls.TLS_RSA_WITH_AES_128_GCM_SHA256}},
-			{name: "TLS 1.3, only P-521 (Go's default curves apply)", curves: []tls.CurveID{tls.CurveP521}, accept: true, version: tls.VersionTLS13, curve: tls.CurveP521},
+			{name: "TLS 1.3, only secp521r1 (a Go default the profile leaves out)", curves: []tls.CurveID{tls.CurveP521}},
+			{name: "TLS 1.3, only SecP256r1MLKEM768 (a Go default the profile leaves out)", curves: []tls.CurveID{tls.SecP256r1MLKEM768}},
 		}},
-		{Spec{Type: ProfileModern}, []client{
+		{"Intermediate with fips", Spec{Type: ProfileIntermediate, FIPS: true}, []client{
+			{name: "TLS 1.2, ECDHE-RSA-AES256-GCM-SHA384 over secp256r1", max: tls.VersionTLS12, suites: []uint16{tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384},
+				accept: true, version: tls.VersionTLS12, suite: tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384, curve: tls.CurveP256},
+			{name: "TLS 1.3 default client gets secp256r1", accept: true, version: tls.VersionTLS13, curve: tls.CurveP256},
+			{name: "TLS 1.2, only ECDHE-RSA-CHACHA20-POLY1305 (not FIPS-approved)", max: tls.VersionTLS12, suites: []uint16{tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256}},
+			{name: "TLS 1.3, only X25519 (not FIPS-approved)", curves: []tls.CurveID{tls.X25519}},
+			{name: "TLS 1.3, only X25519MLKEM768 (not FIPS-approved)", curves: []tls.CurveID{tls.X25519MLKEM768}},
+		}},
+		{"Modern", Spec{Type: ProfileModern}, []client{
 			{name: "TLS 1.3 default client", accept: true, version: tls.VersionTLS13, curve: tls.X25519MLKEM768},
 			{name: "TLS 1.3, X25519 only", curves: []tls.CurveID{tls.X25519}, accept: true, version: tls.VersionTLS13, curve: tls.X25519},
+			{name: "TLS 1.3, secp384r1 only", curves: []tls.CurveID{tls.CurveP384}, accept: true, version: tls.VersionTLS13, curve: tls.CurveP384},
 			{name: "TLS 1.2, below the minimum", max: tls.VersionTLS12, suites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}},
-			{name: "TLS 1.3, only SecP256r1MLKEM768 (Go's default curves apply)", curves: []tls.CurveID{tls.SecP256r1MLKEM768}, accept: true, version: tls.VersionTLS13, curve: tls.SecP256r1MLKEM768},
+			{name: "TLS 1.3, only SecP256r1MLKEM768 (a Go default the profile leaves out)", curves: []tls.CurveID{tls.SecP256r1MLKEM768}},
+			{name: "TLS 1.3, only secp521r1 (a Go default the profile leaves out)", curves: []tls.CurveID{tls.CurveP521}},
 		}},
-		{Spec{Type: ProfileCustom, MinTLSVersion: VersionTLS12, Ciphers: []string{"ECDHE-ECDSA-AES256-GCM-SHA384"}, Curves: []string{"P-384"}}, []client{
-			{name: "TLS 1.2, the one cipher and curve", max: tls.VersionTLS12, suites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384},
+		{"Custom", Spec{Type: ProfileCustom, MinTLSVersion: VersionTLS12, Ciphers: []string{"ECDHE-ECDSA-AES256-GCM-SHA384"}, Groups: []string{"secp384r1"}}, []client{
+			{name: "TLS 1.2, the one cipher and group", max: tls.VersionTLS12, suites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384},
 				accept: true, version: tls.VersionTLS12, suite: tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, curve: tls.CurveP384},
-			{name: "TLS 1.3 default client gets P-384", accept: true, version: tls.VersionTLS13, curve: tls.CurveP384},
+			{name: "TLS 1.3 default client gets secp384r1", accept: true, version: tls.VersionTLS13, curve: tls.CurveP384},
 			{name: "TLS 1.2, another cipher", max: tls.VersionTLS12, suites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}},
-			{name: "TLS 1.2, another curve", max: tls.VersionTLS12, suites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384}, curves: []tls.CurveID{tls.X25519}},
-			{name: "TLS 1.3, another curve", curves: []tls.CurveID{tls.X25519MLKEM768, tls.X25519}},
+			{name: "TLS 1.2, another group", max: tls.VersionTLS12, suites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384}, curves: []tls.CurveID{tls.X25519}},
+			{name: "TLS 1.3, another group", curves: []tls.CurveID{tls.X25519MLKEM768, tls.X25519}},
 			{name: "TLS 1.1, below the minimum", min: tls.VersionTLS10, max: tls.VersionTLS11},
 		}},
 	}
 	for _, tt := range tests {
-		t.Run(string(tt.spec.Type), func(t *testing.T) {
+		t.Run(tt.name, func(t *testing.T) {
 			r, _, err := Resolve(tt.spec, AdherenceNoOpinion)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, c := range tt.clients {
-				t.Run(c.name, func(t *testing.T) {
-					// What a consuming workload does: the mounted bytes only.
-					server, err := TLSConfigFromJSON(r.JSON)
+			servers := map[string]func(t *testing.T) *tls.Config{
+				// What a consuming workload does: the mounted bytes only.
+				"profile.json": func(t *testing.T) *tls.Config {
+					cfg, err := TLSConfigFromJSON(r.JSON)
 					if err != nil {
 						t.Fatal(err)
 					}
-					server.Certificates = certs
-					client := &tls.Config{
-						ServerName: wireServerName, RootCAs: pool,
-						MinVersion: c.min, MaxVersion: c.max,
-						CipherSuites: c.suites, CurvePreferences: c.curves,
-					}
-					state, err := handshake(t, server, client)
-					if !c.accept {
-						if err == nil {
-							t.Fatalf("handshake succeeded (%s, %s, %v); the profile should reject this client", versionString(state.Version), tls.CipherSuiteName(state.CipherSuite), state.CurveID)
-						}
-						// Control: the same client is fine with a permissive
-						// server, so the profile is what refused it.
-						if _, err := handshake(t, permissive, client.Clone()); err != nil {
-							t.Fatalf("control: a permissive server refuses this client too (%v), so the test proves nothing", err)
-						}
-						return
-					}
+					return cfg
+				},
+				// What a Kubernetes component does with componentArgs.
+				"componentArgs": func(t *testing.T) *tls.Config {
+					d, err := ParseDocument(r.JSON)
 					if err != nil {
-						t.Fatalf("handshake refused: %v", err)
+						t.Fatal(err)
 					}
-					if state.Version != c.version {
-						t.Errorf("version %s, want %s", versionString(state.Version), versionString(c.version))
-					}
-					if c.suite != 0 && state.CipherSuite != c.suite {
-						t.Errorf("suite %s, want %s", tls.CipherSuiteName(state.CipherSuite), tls.CipherSuiteName(c.suite))
-					}
-					if c.curve != 0 && state.CurveID != c.curve {
-						t.Errorf("curve %v, want %v", state.CurveID, c.curve)
-					}
-				})
+					return serverFromComponentArgs(t, d.ComponentArgs)
+				},
+			}
+			for _, serverKind := range []string{"profile.json", "componentArgs"} {
+				for _, c := range tt.clients {
+					t.Run(serverKind+"/"+c.name, func(t *testing.T) {
+						server := servers[serverKind](t)
+						server.Certificates = certs
+						client := &tls.Config{
+							ServerName: wireServerName, RootCAs: pool,
+							MinVersion: c.min, MaxVersion: c.max,
+							CipherSuites: c.suites, CurvePreferences: c.curves,
+						}
+						state, err := handshake(t, server, client)
+						if !c.accept {
+							if err == nil {
+								t.Fatalf("handshake succeeded (%s, %s, %v); the profile should reject this client", versionString(state.Version), tls.CipherSuiteName(state.CipherSuite), state.CurveID)
+							}
+							// Control: the same client is fine with a permissive
+							// server, so the profile is what refused it.
+							if _, err := handshake(t, permissive, client.Clone()); err != nil {
+								t.Fatalf("control: a permissive server refuses this client too (%v), so the test proves nothing", err)
+							}
+							return
+						}
+						if err != nil {
+							t.Fatalf("handshake refused: %v", err)
+						}
+						if state.Version != c.version {
+							t.Errorf("version %s, want %s", versionString(state.Version), versionString(c.version))
+						}
+						if c.suite != 0 && state.CipherSuite != c.suite {
+							t.Errorf("suite %s, want %s", tls.CipherSuiteName(state.CipherSuite), tls.CipherSuiteName(c.suite))
+						}
+						if c.curve != 0 && state.CurveID != c.curve {
+							t.Errorf("curve %v, want %v", state.CurveID, c.curve)
+						}
+					})
+				}
 			}
 		})
 	}
