@@ -30,18 +30,21 @@ var tlsProfileResultType = types.ObjectType{AttrTypes: map[string]attr.Type{
 	"type":            types.StringType,
 	"min_tls_version": types.StringType,
 	"cipher_suites":   types.ListType{ElemType: types.StringType},
-	"curves":          types.ListType{ElemType: types.StringType},
+	"groups":          types.ListType{ElemType: types.StringType},
+	"component_args":  types.ListType{ElemType: types.StringType},
+	"fips_dropped":    types.ListType{ElemType: types.StringType},
 	"hash":            types.StringType,
 	"profile_json":    types.StringType,
 	"warnings":        types.ListType{ElemType: types.StringType},
 }}
 
 // The attributes of tls_profile()'s custom argument: those of the
-// resource's profile.custom block.
+// resource's profile.custom block, and its fips.
 const (
 	customMinTLSVersion = "min_tls_version"
 	customCiphers       = "ciphers"
-	customCurves        = "curves"
+	customGroups        = "groups"
+	customFIPS          = "fips"
 )
 
 func (f *tlsProfileFunction) Metadata(_ context.Context, _ function.MetadataRequest, resp *function.MetadataResponse) {
@@ -54,14 +57,17 @@ func (f *tlsProfileFunction) Definition(_ context.Context, _ function.Definition
 		MarkdownDescription: "Resolves an OpenShift-style TLS security profile (`Old`, `Intermediate`, `Modern` or `Custom`) into what a Go " +
 			"server is configured with, by the same code as `kmshealth_tls_profile_configmap` with `source = \"static\"`, so the " +
 			"result equals what that resource writes: `type`, `min_tls_version` (e.g. `VersionTLS12`), `cipher_suites` (IANA " +
-			"names of the TLS 1.0–1.2 suites; empty with a minimum of TLS 1.3, whose suites are not configurable), `curves` " +
-			"(the key-exchange groups by canonical name; empty when the profile names none and the TLS library's defaults " +
-			"apply), `hash` (the hex SHA-256 of `profile_json`, the value of the rollout annotation `" + tlsprofile.HashAnnotation + "`), " +
+			"names of the TLS 1.0–1.2 suites; empty with a minimum of TLS 1.3, whose suites are not configurable), `groups` " +
+			"(the key-exchange groups by OpenShift's names, in Go's preference order; empty when a `Custom` profile names none and the " +
+			"TLS library's defaults apply), `component_args` (the `--tls-min-version`, `--tls-cipher-suites` and `--tls-curve-preferences` " +
+			"flags Kubernetes components take, as the resource's `component_args`), `fips_dropped` (with `fips`, what FIPS does not " +
+			"approve and was dropped), `hash` (the hex SHA-256 of `profile_json`, the value of the rollout annotation `" + tlsprofile.HashAnnotation + "`), " +
 			"`profile_json` (the ConfigMap's `" + tlsprofile.DocumentKey + "`, byte for byte) and `warnings` (what the resource " +
 			"would warn about: names Go cannot use, which are dropped). Use it to hand a Helm release or a container the resolved " +
 			"values, or to check a profile in a `precondition`, without a cluster. A profile read from the cluster (`source = " +
 			"\"cluster\"`) needs the resource. Call it as `tls_profile(\"Intermediate\")` for a predefined type, or as " +
-			"`tls_profile(\"Custom\", { min_tls_version = \"VersionTLS12\", ciphers = [...], curves = [...] })`. An unknown type, TLS version or cipher or curve name, custom settings with a type " +
+			"`tls_profile(\"Custom\", { min_tls_version = \"VersionTLS12\", ciphers = [...], groups = [...] })`; add `fips = true` to the object, " +
+			"for any type (`tls_profile(\"Intermediate\", { fips = true })`), to keep only what FIPS approves. An unknown type, TLS version or cipher or curve name, custom settings with a type " +
 			"other than `Custom`, or a profile Go cannot honour is an error naming the argument and attribute, listing the valid " +
 			"values. Needs Terraform 1.8 or later, or OpenTofu 1.7 or later.",
 		Parameters: []function.Parameter{
@@ -74,8 +80,8 @@ func (f *tlsProfileFunction) Definition(_ context.Context, _ function.Definition
 		// the form that works under both CLIs.
 		VariadicParameter: function.DynamicParameter{Name: "custom", AllowNullValue: true,
 			MarkdownDescription: "Omitted (or `null`, with Terraform) for a predefined type; for `Custom`, one object with the attributes of the " +
-				"resource's `profile.custom` block: `min_tls_version` (required), `ciphers` (OpenSSL or IANA names) and `curves` " +
-				"(e.g. `[\"X25519\", \"secp256r1\"]`). Other attribute names are refused."},
+				"resource's `profile.custom` block: `min_tls_version` (required), `ciphers` (OpenSSL or IANA names) and `groups` " +
+				"(e.g. `[\"X25519\", \"secp256r1\"]`); and, for any type, `fips` (a bool, as the resource's `fips`). Other attribute names are refused."},
 		Return: function.ObjectReturn{AttributeTypes: tlsProfileResultType.AttrTypes},
 	}
 }
@@ -140,7 +146,7 @@ func tlsProfileSpec(typ string, custom types.Dynamic) (spec tlsprofile.Spec, kno
 	if custom.IsNull() || custom.IsUnderlyingValueNull() {
 		return spec, true, nil
 	}
-	valid := []string{customMinTLSVersion, customCiphers, customCurves}
+	valid := []string{customMinTLSVersion, customCiphers, customGroups, customFIPS}
 	var attrs map[string]attr.Value
 	switch v := custom.UnderlyingValue().(type) {
 	case basetypes.ObjectValue:
@@ -152,6 +158,9 @@ func tlsProfileSpec(typ string, custom types.Dynamic) (spec tlsprofile.Spec, kno
 	}
 	known = true
 	for name, v := range attrs {
+		if name == "curves" {
+			return spec, false, fmt.Errorf("unknown attribute %q: it is called %s now, as in OpenShift's API", name, customGroups)
+		}
 		if !slices.Contains(valid, name) {
 			return spec, false, fmt.Errorf("unknown attribute %q; use %s", name, strings.Join(valid, ", "))
 		}
@@ -169,7 +178,13 @@ func tlsProfileSpec(typ string, custom types.Dynamic) (spec tlsprofile.Spec, kno
 				return spec, false, fmt.Errorf("%s must be a string such as %q, not %s", name, tlsprofile.VersionTLS12, v.Type(context.Background()))
 			}
 			spec.MinTLSVersion = tlsprofile.TLSVersion(s.ValueString())
-		case customCiphers, customCurves:
+		case customFIPS:
+			b, ok := v.(basetypes.BoolValue)
+			if !ok {
+				return spec, false, fmt.Errorf("%s must be a bool, not %s", name, v.Type(context.Background()))
+			}
+			spec.FIPS = b.ValueBool()
+		case customCiphers, customGroups:
 			items, itemsKnown, err := stringItems(name, v)
 			if err != nil {
 				return spec, false, err
@@ -178,7 +193,7 @@ func tlsProfileSpec(typ string, custom types.Dynamic) (spec tlsprofile.Spec, kno
 			if name == customCiphers {
 				spec.Ciphers = items
 			} else {
-				spec.Curves = items
+				spec.Groups = items
 			}
 		}
 	}
@@ -232,7 +247,9 @@ func resolveTLSProfile(spec tlsprofile.Spec) (types.Object, error) {
 		"type":            types.StringValue(string(res.Document.Type)),
 		"min_tls_version": m.MinTLSVersion,
 		"cipher_suites":   m.CipherSuites,
-		"curves":          m.Curves,
+		"groups":          m.Groups,
+		"component_args":  m.ComponentArgs,
+		"fips_dropped":    m.FIPSDropped,
 		"hash":            m.Hash,
 		"profile_json":    m.ProfileJSON,
 		"warnings":        listValue(nonNilStrings(warnings)),

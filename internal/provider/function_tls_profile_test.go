@@ -22,32 +22,35 @@ import (
 )
 
 // tlsCustomCase is a Custom profile with an OpenSSL name, an IANA name, a
-// name Go cannot use (dropped with a warning) and two curves, one by alias.
+// name Go cannot use (dropped with a warning) and two groups, not in Go's
+// order (which the resolved groups follow).
 var tlsCustomCase = struct {
 	hcl, minVersion string
-	ciphers, curves []string
+	ciphers, groups []string
 }{
-	hcl:        `{ min_tls_version = "VersionTLS12", ciphers = ["ECDHE-RSA-AES128-GCM-SHA256", "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "DHE-RSA-AES128-GCM-SHA256"], curves = ["X25519", "P-256"] }`,
+	hcl:        `{ min_tls_version = "VersionTLS12", ciphers = ["ECDHE-RSA-AES128-GCM-SHA256", "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "DHE-RSA-AES128-GCM-SHA256"], groups = ["secp256r1", "X25519"] }`,
 	minVersion: "VersionTLS12",
 	ciphers:    []string{"ECDHE-RSA-AES128-GCM-SHA256", "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "DHE-RSA-AES128-GCM-SHA256"},
-	curves:     []string{"X25519", "P-256"},
+	groups:     []string{"secp256r1", "X25519"},
 }
 
-// TestTLSProfileFunctionIsTheResource: for every predefined type and a
-// Custom profile, tls_profile() gives exactly the computed attributes the
+// TestTLSProfileFunctionIsTheResource: for every predefined type, with and
+// without fips, and a Custom profile, tls_profile() gives exactly the computed attributes the
 // resource plans (its own resolve and setResolved), and the warnings the
 // resource would show.
 func TestTLSProfileFunctionIsTheResource(t *testing.T) {
 	ctx := context.Background()
 	custom := &tlsCustomBlock{MinTLSVersion: types.StringValue(tlsCustomCase.minVersion),
-		Ciphers: listValue(tlsCustomCase.ciphers), Curves: listValue(tlsCustomCase.curves)}
+		Ciphers: listValue(tlsCustomCase.ciphers), Groups: listValue(tlsCustomCase.groups)}
 	for _, tt := range []struct {
 		typ    string
 		custom *tlsCustomBlock
-	}{{typ: "Old"}, {typ: "Intermediate"}, {typ: "Modern"}, {typ: "Custom", custom: custom}} {
-		t.Run(tt.typ, func(t *testing.T) {
+		fips   bool
+	}{{typ: "Old"}, {typ: "Intermediate"}, {typ: "Modern"}, {typ: "Custom", custom: custom},
+		{typ: "Old", fips: true}, {typ: "Intermediate", fips: true}, {typ: "Modern", fips: true}, {typ: "Custom", custom: custom, fips: true}} {
+		t.Run(fmt.Sprintf("%s fips=%v", tt.typ, tt.fips), func(t *testing.T) {
 			// The resource: its plan-time path for a static profile.
-			m := tlsProfileModel{Source: types.StringValue(string(tlsprofile.SourceStatic)),
+			m := tlsProfileModel{Source: types.StringValue(string(tlsprofile.SourceStatic)), FIPS: types.BoolValue(tt.fips),
 				Profile: &tlsProfileBlock{Type: types.StringValue(tt.typ), Custom: tt.custom}}
 			var diags diag.Diagnostics
 			res, known := (&tlsProfileResource{}).resolve(ctx, &m, &diags)
@@ -64,10 +67,13 @@ func TestTLSProfileFunctionIsTheResource(t *testing.T) {
 
 			// The function, from the same values as HCL would give them.
 			arg := types.DynamicNull()
-			if tt.custom != nil {
+			switch {
+			case tt.custom != nil:
 				arg = types.DynamicValue(types.ObjectValueMust(
-					map[string]attr.Type{"min_tls_version": types.StringType, "ciphers": types.TupleType{ElemTypes: stringTypes(len(tlsCustomCase.ciphers))}, "curves": types.ListType{ElemType: types.StringType}},
-					map[string]attr.Value{"min_tls_version": tt.custom.MinTLSVersion, "ciphers": tupleValue(tlsCustomCase.ciphers), "curves": tt.custom.Curves}))
+					map[string]attr.Type{"min_tls_version": types.StringType, "ciphers": types.TupleType{ElemTypes: stringTypes(len(tlsCustomCase.ciphers))}, "groups": types.ListType{ElemType: types.StringType}, "fips": types.BoolType},
+					map[string]attr.Value{"min_tls_version": tt.custom.MinTLSVersion, "ciphers": tupleValue(tlsCustomCase.ciphers), "groups": tt.custom.Groups, "fips": types.BoolValue(tt.fips)}))
+			case tt.fips:
+				arg = types.DynamicValue(types.ObjectValueMust(map[string]attr.Type{"fips": types.BoolType}, map[string]attr.Value{"fips": types.BoolValue(true)}))
 			}
 			spec, known, err := tlsProfileSpec(tt.typ, arg)
 			if err != nil || !known {
@@ -80,7 +86,7 @@ func TestTLSProfileFunctionIsTheResource(t *testing.T) {
 			a := got.Attributes()
 			for name, want := range map[string]attr.Value{
 				"type": types.StringValue(tt.typ), "min_tls_version": m.MinTLSVersion, "cipher_suites": m.CipherSuites,
-				"curves": m.Curves, "hash": m.Hash, "profile_json": m.ProfileJSON,
+				"groups": m.Groups, "component_args": m.ComponentArgs, "fips_dropped": m.FIPSDropped, "hash": m.Hash, "profile_json": m.ProfileJSON,
 			} {
 				if !a[name].Equal(want) {
 					t.Errorf("%s: function %s, resource %s", name, a[name], want)
@@ -140,17 +146,20 @@ func TestTLSProfileSpec(t *testing.T) {
 		{name: "null", custom: types.DynamicNull(), want: tlsprofile.Spec{}, wantKnown: true},
 		{name: "null underneath", custom: types.DynamicValue(types.ObjectNull(map[string]attr.Type{})), want: tlsprofile.Spec{}, wantKnown: true},
 		{name: "empty object", custom: obj(map[string]attr.Value{}), want: tlsprofile.Spec{}, wantKnown: true},
-		{name: "tuple and set", custom: obj(map[string]attr.Value{"min_tls_version": types.StringValue("VersionTLS13"), "ciphers": tupleValue([]string{"a", "b"}), "curves": strs("X25519")}),
-			want: tlsprofile.Spec{MinTLSVersion: "VersionTLS13", Ciphers: []string{"a", "b"}, Curves: []string{"X25519"}}, wantKnown: true},
-		{name: "null attribute", custom: obj(map[string]attr.Value{"min_tls_version": types.StringValue("VersionTLS12"), "curves": types.ListNull(types.StringType)}),
+		{name: "tuple and set", custom: obj(map[string]attr.Value{"min_tls_version": types.StringValue("VersionTLS13"), "ciphers": tupleValue([]string{"a", "b"}), "groups": strs("X25519")}),
+			want: tlsprofile.Spec{MinTLSVersion: "VersionTLS13", Ciphers: []string{"a", "b"}, Groups: []string{"X25519"}}, wantKnown: true},
+		{name: "fips", custom: obj(map[string]attr.Value{"min_tls_version": types.StringValue("VersionTLS13"), "fips": types.BoolValue(true)}),
+			want: tlsprofile.Spec{MinTLSVersion: "VersionTLS13", FIPS: true}, wantKnown: true},
+		{name: "null attribute", custom: obj(map[string]attr.Value{"min_tls_version": types.StringValue("VersionTLS12"), "groups": types.ListNull(types.StringType)}),
 			want: tlsprofile.Spec{MinTLSVersion: "VersionTLS12"}, wantKnown: true},
 		{name: "map", custom: types.DynamicValue(types.MapValueMust(types.StringType, map[string]attr.Value{"min_tls_version": types.StringValue("VersionTLS12")})),
 			want: tlsprofile.Spec{MinTLSVersion: "VersionTLS12"}, wantKnown: true},
 		{name: "unknown", custom: types.DynamicUnknown()},
 		{name: "unknown attribute", custom: obj(map[string]attr.Value{"min_tls_version": types.StringUnknown()})},
 		{name: "unknown element", custom: obj(map[string]attr.Value{"ciphers": types.TupleValueMust([]attr.Type{types.StringType}, []attr.Value{types.StringUnknown()})})},
-		{name: "misspelt attribute", custom: obj(map[string]attr.Value{"curve": tupleValue([]string{"X25519"})}), wantErr: `unknown attribute "curve"; use min_tls_version, ciphers, curves`},
-		{name: "groups not yet", custom: obj(map[string]attr.Value{"groups": tupleValue([]string{"X25519"})}), wantErr: `unknown attribute "groups"`},
+		{name: "misspelt attribute", custom: obj(map[string]attr.Value{"group": tupleValue([]string{"X25519"})}), wantErr: `unknown attribute "group"; use min_tls_version, ciphers, groups, fips`},
+		{name: "the older name, curves", custom: obj(map[string]attr.Value{"curves": tupleValue([]string{"X25519"})}), wantErr: `unknown attribute "curves": it is called groups now`},
+		{name: "fips not a bool", custom: obj(map[string]attr.Value{"fips": types.StringValue("yes")}), wantErr: `fips must be a bool`},
 		{name: "version not a string", custom: obj(map[string]attr.Value{"min_tls_version": types.NumberValue(big.NewFloat(12))}), wantErr: `min_tls_version must be a string such as "VersionTLS12"`},
 		{name: "ciphers a string", custom: obj(map[string]attr.Value{"min_tls_version": types.NumberNull(), "ciphers": types.StringValue("x")}), wantErr: "ciphers must be a list of strings"},
 		{name: "a string", custom: types.DynamicValue(types.StringValue("Modern")), wantErr: "must be null or an object"},
@@ -222,11 +231,12 @@ func TestAccFunction_tlsProfile(t *testing.T) {
 			functionOutput("profile", "local.p") +
 			functionOutput("hash", "local.p.hash") + functionOutput("profile_json", "local.p.profile_json") +
 			functionOutput("min_tls_version", "local.p.min_tls_version") +
-			functionOutput("cipher_suites", `join(",", local.p.cipher_suites)`) + functionOutput("curves", `join(",", local.p.curves)`)
+			functionOutput("cipher_suites", `join(",", local.p.cipher_suites)`) + functionOutput("groups", `join(",", local.p.groups)`) +
+			functionOutput("component_args", `join(",", local.p.component_args)`) + functionOutput("fips_dropped", `join(",", local.p.fips_dropped)`)
 	}
-	customBlock := fmt.Sprintf("  custom {\n    min_tls_version = %q\n    ciphers = %s\n    curves = %s\n  }\n",
-		tlsCustomCase.minVersion, hclList(tlsCustomCase.ciphers), hclList(tlsCustomCase.curves))
-	same := outputsEqualResource("hash", "profile_json", "min_tls_version", "cipher_suites", "curves")
+	customBlock := fmt.Sprintf("  custom {\n    min_tls_version = %q\n    ciphers = %s\n    groups = %s\n  }\n",
+		tlsCustomCase.minVersion, hclList(tlsCustomCase.ciphers), hclList(tlsCustomCase.groups))
+	same := outputsEqualResource("hash", "profile_json", "min_tls_version", "cipher_suites", "groups", "component_args", "fips_dropped")
 	const customJSON = `{
   "type": "Custom",
   "minTLSVersion": "VersionTLS12",
@@ -239,13 +249,18 @@ func TestAccFunction_tlsProfile(t *testing.T) {
     "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
     "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"
   ],
-  "curves": [
-    "X25519",
-    "P-256"
+  "groups": [
+    "secp256r1",
+    "X25519"
   ],
   "curvePreferences": [
     "X25519",
     "secp256r1"
+  ],
+  "componentArgs": [
+    "--tls-min-version=VersionTLS12",
+    "--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+    "--tls-curve-preferences=29,23"
   ],
   "source": "static"
 }
@@ -270,7 +285,11 @@ func TestAccFunction_tlsProfile(t *testing.T) {
 					"cipher_suites": knownvalue.ListExact([]knownvalue.Check{
 						knownvalue.StringExact("TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"), knownvalue.StringExact("TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"),
 					}),
-					"curves":       knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("X25519"), knownvalue.StringExact("secp256r1")}),
+					"groups": knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("X25519"), knownvalue.StringExact("secp256r1")}),
+					"component_args": knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("--tls-min-version=VersionTLS12"),
+						knownvalue.StringExact("--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"),
+						knownvalue.StringExact("--tls-curve-preferences=29,23")}),
+					"fips_dropped": knownvalue.ListExact([]knownvalue.Check{}),
 					"hash":         knownvalue.StringExact(tlsprofile.HashJSON([]byte(customJSON))),
 					"profile_json": knownvalue.StringExact(customJSON),
 					"warnings": knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact(
@@ -305,11 +324,13 @@ func TestAccFunction_tlsProfileBadInput(t *testing.T) {
 			step("Strict", "", literalRE(`Invalid value for "type" parameter: unknown profile type "Strict"`, "use one of: Old, Intermediate, Modern, Custom")),
 			step("", "", literalRE("type is empty; use one of: Old, Intermediate, Modern, Custom")),
 			step("Intermediate", `, { min_tls_version = "VersionTLS13" }`, literalRE(`Invalid value for "custom" parameter`, "only used with type Custom", "set type to Custom")),
-			step("Custom", `, { min_tls_version = "VersionTLS12", curve = ["X25519"] }`, literalRE(`Invalid value for "custom" parameter: unknown attribute "curve"; use min_tls_version, ciphers, curves`)),
+			step("Custom", `, { min_tls_version = "VersionTLS12", group = ["X25519"] }`, literalRE(`Invalid value for "custom" parameter: unknown attribute "group"; use min_tls_version, ciphers, groups, fips`)),
+			step("Custom", `, { min_tls_version = "VersionTLS12", curves = ["X25519"] }`, literalRE(`Invalid value for "custom" parameter: unknown attribute "curves": it is called groups now`)),
+			step("Custom", `, { min_tls_version = "VersionTLS13", groups = ["X25519"], fips = true }`, literalRE("custom.groups", "names no FIPS-approved group")),
 			step("Custom", `, { ciphers = ["ECDHE-RSA-AES128-GCM-SHA256"] }`, literalRE("custom.min_tls_version", "VersionTLS10, VersionTLS11, VersionTLS12, VersionTLS13")),
-			step("Custom", `, { min_tls_version = "VersionTLS12", curves = ["P-999"] }`, literalRE(`custom.curves`, `unknown curve "P-999"`)),
+			step("Custom", `, { min_tls_version = "VersionTLS12", groups = ["P-256"] }`, literalRE(`custom.groups`, `unknown group "P-256"; OpenShift spells it secp256r1`)),
 			step("Custom", `, { min_tls_version = "VersionTLS12", ciphers = ["DHE-RSA-AES128-GCM-SHA256"] }`, literalRE("custom.ciphers", "no TLS 1.0–1.2 cipher Go can use is left")),
-			step("Custom", `, { min_tls_version = "VersionTLS12" }, { curves = ["X25519"] }`, literalRE(`Invalid value for "custom" parameter: tls_profile takes at most one custom object, and was given 2`)),
+			step("Custom", `, { min_tls_version = "VersionTLS12" }, { groups = ["X25519"] }`, literalRE(`Invalid value for "custom" parameter: tls_profile takes at most one custom object, and was given 2`)),
 		},
 	})
 }

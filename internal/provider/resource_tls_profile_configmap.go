@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
@@ -32,6 +33,7 @@ var (
 	_ resource.ResourceWithValidateConfig = (*tlsProfileResource)(nil)
 	_ resource.ResourceWithModifyPlan     = (*tlsProfileResource)(nil)
 	_ resource.ResourceWithImportState    = (*tlsProfileResource)(nil)
+	_ resource.ResourceWithUpgradeState   = (*tlsProfileResource)(nil)
 )
 
 // NewTLSProfileConfigMapResource is the factory of kmshealth_tls_profile_configmap.
@@ -45,11 +47,14 @@ type tlsProfileModel struct {
 	Name           types.String     `tfsdk:"name"`
 	Source         types.String     `tfsdk:"source"`
 	Profile        *tlsProfileBlock `tfsdk:"profile"`
+	FIPS           types.Bool       `tfsdk:"fips"`
 	RolloutTargets types.List       `tfsdk:"rollout_targets"` // of rolloutTargetType; unknown until known
 	Hash           types.String     `tfsdk:"hash"`
 	MinTLSVersion  types.String     `tfsdk:"min_tls_version"`
 	CipherSuites   types.List       `tfsdk:"cipher_suites"`
-	Curves         types.List       `tfsdk:"curves"`
+	Groups         types.List       `tfsdk:"groups"`
+	ComponentArgs  types.List       `tfsdk:"component_args"`
+	FIPSDropped    types.List       `tfsdk:"fips_dropped"`
 	IsOpenShift    types.Bool       `tfsdk:"is_openshift"`
 	ProfileJSON    types.String     `tfsdk:"profile_json"`
 }
@@ -62,7 +67,7 @@ type tlsProfileBlock struct {
 type tlsCustomBlock struct {
 	Ciphers       types.List   `tfsdk:"ciphers"`
 	MinTLSVersion types.String `tfsdk:"min_tls_version"`
-	Curves        types.List   `tfsdk:"curves"`
+	Groups        types.List   `tfsdk:"groups"`
 }
 
 var rolloutTargetType = types.ObjectType{AttrTypes: map[string]attr.Type{
@@ -85,6 +90,7 @@ func (r *tlsProfileResource) Schema(_ context.Context, _ resource.SchemaRequest,
 		return schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: desc}
 	}
 	resp.Schema = schema.Schema{
+		Version: tlsProfileSchemaVersion,
 		MarkdownDescription: "Resolves a TLS security profile (Old, Intermediate, Modern or Custom, as in OpenShift's " +
 			"`APIServer.spec.tlsSecurityProfile`) once, into a ConfigMap whose `" + tlsprofile.DocumentKey + "` workloads mount and read " +
 			"at startup with no API call, and rolls the workloads named in `rollout_targets` when, and only when, the " +
@@ -121,13 +127,32 @@ func (r *tlsProfileResource) Schema(_ context.Context, _ resource.SchemaRequest,
 			"min_tls_version": schema.StringAttribute{Computed: true,
 				MarkdownDescription: "The minimum TLS version that applies, e.g. `VersionTLS12`."},
 			"cipher_suites": computedList("The IANA names of the TLS 1.0–1.2 cipher suites a Go server is configured with (TLS 1.3 suites are never configurable in Go); empty with a minimum of TLS 1.3."),
-			"curves":        computedList("The key-exchange curves (groups) a Go server is configured with, by canonical name; empty when the profile names none and the TLS library's defaults apply (`profile_json` then says `\"curvePreferences\": \"" + tlsprofile.LibraryDefaults + "\"`)."),
+			"groups": computedList("The key-exchange groups (formerly called curves) a Go server is configured with, by OpenShift's names, in Go's own preference order: " +
+				"Go, like OpenShift's Go components, treats the profile's list as a filter on what it offers, not as an order. Every predefined profile has `" +
+				strings.Join(predefinedGroups(), "`, `") + "`. Empty only when a `Custom` profile names none and the TLS library's defaults apply " +
+				"(`profile_json` then says `\"curvePreferences\": \"" + tlsprofile.LibraryDefaults + "\"`)."),
+			"component_args": computedList("The same settings as the flags Kubernetes components take for their secure serving, ready to append to a " +
+				"container's `args`: `" + tlsprofile.FlagTLSMinVersion + "=VersionTLS12` (the names of `k8s.io/component-base`'s `TLSVersion`), `" +
+				tlsprofile.FlagTLSCipherSuites + "=` the IANA suite names comma-separated (left out with a minimum of TLS 1.3, whose suites are not " +
+				"configurable), and `" + tlsprofile.FlagTLSCurvePreferences + "=` the groups as numeric Go `crypto/tls` curve IDs comma-separated " +
+				"(e.g. `4588,29,23,24`; the flag takes IDs, not names; left out for the library defaults). `--tls-curve-preferences` exists since " +
+				"Kubernetes 1.36 (kube-apiserver, kube-controller-manager, kube-scheduler and every `k8s.io/apiserver` server); an older component refuses it."),
+			"fips": schema.BoolAttribute{Optional: true,
+				MarkdownDescription: "Keep only what FIPS approves: the NIST P-curves `secp256r1`, `secp384r1`, `secp521r1` (not `X25519`, nor any ML-KEM " +
+					"hybrid, as OpenShift states for its FIPS clusters), the AES-GCM suites (ECDHE in TLS 1.2; `TLS_AES_128_GCM_SHA256` and " +
+					"`TLS_AES_256_GCM_SHA384` in TLS 1.3), and a minimum of at least TLS 1.2. What is dropped is listed in `fips_dropped` and " +
+					"warned about. An attribute rather than detection: no signal a provider can read tells reliably whether the consuming " +
+					"workloads run in FIPS mode (a node's `/proc/sys/crypto/fips_enabled` says nothing about a binary built without a FIPS " +
+					"module), so say it here. Works with `source = \"cluster\"` too."},
+			"fips_dropped": computedList("With `fips = true`, the ciphers and groups the profile names that FIPS does not approve, and so were dropped; empty otherwise."),
 			"is_openshift": schema.BoolAttribute{Computed: true, PlanModifiers: []planmodifier.Bool{boolplanmodifier.UseStateForUnknown()},
 				MarkdownDescription: "Whether the cluster serves OpenShift's `config.openshift.io/v1` `APIServer` API. Detected here, once, so " +
 					"workloads take it as an environment value instead of calling discovery at startup."},
 			"profile_json": schema.StringAttribute{Computed: true,
 				MarkdownDescription: "The ConfigMap's `" + tlsprofile.DocumentKey + "`: `type`, `minTLSVersion`, `ciphers` (as given), `cipherSuites` (what Go uses), " +
-					"`curves` (as given), `curvePreferences` (what Go uses, or `\"" + tlsprofile.LibraryDefaults + "\"`) and `source`."},
+					"`groups` (as given), `curvePreferences` (what Go uses, in Go's order, or `\"" + tlsprofile.LibraryDefaults + "\"`), `componentArgs` " +
+					"(as `component_args`), `fips` and `fipsDropped` (with `fips`), `tlsAdherence` (with `source = \"cluster\"` when the cluster sets one: " +
+					"a change of the adherence alone changes the hash and rolls the targets) and `source`."},
 		},
 		Blocks: map[string]schema.Block{
 			"profile": schema.SingleNestedBlock{
@@ -135,7 +160,7 @@ func (r *tlsProfileResource) Schema(_ context.Context, _ resource.SchemaRequest,
 				Attributes: map[string]schema.Attribute{
 					"type": schema.StringAttribute{Optional: true,
 						Validators:          []validator.String{stringvalidator.OneOf(tlsprofile.ValidTypes()...)},
-						MarkdownDescription: "`Old` (minimum TLS 1.0), `Intermediate` (TLS 1.2, the default), `Modern` (TLS 1.3) or `Custom` (the `custom` block), with OpenShift's cipher lists."},
+						MarkdownDescription: "`Old` (minimum TLS 1.0), `Intermediate` (TLS 1.2, the default), `Modern` (TLS 1.3) or `Custom` (the `custom` block), with OpenShift's cipher and group lists (`openshift/api` `config/v1` `TLSProfiles`, Mozilla's guidelines 5.8)."},
 				},
 				Blocks: map[string]schema.Block{
 					"custom": schema.SingleNestedBlock{
@@ -146,8 +171,10 @@ func (r *tlsProfileResource) Schema(_ context.Context, _ resource.SchemaRequest,
 							"min_tls_version": schema.StringAttribute{Optional: true,
 								Validators:          []validator.String{stringvalidator.OneOf(tlsprofile.ValidTLSVersions()...)},
 								MarkdownDescription: "`VersionTLS10`, `VersionTLS11`, `VersionTLS12` or `VersionTLS13`; required with `Custom`."},
-							"curves": schema.ListAttribute{Optional: true, ElementType: types.StringType,
-								MarkdownDescription: "Key-exchange curves (OpenShift's `curves`), e.g. `X25519MLKEM768`, `X25519`, `P-256`/`secp256r1`, `P-384`/`secp384r1`. None: the TLS library's defaults."},
+							"groups": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+								MarkdownDescription: "Key-exchange groups (OpenShift's `groups`, formerly called curves): a set of 1 to " + strconv.Itoa(tlsprofile.MaxGroups) +
+									" of `" + strings.Join(tlsprofile.ValidGroups(), "`, `") + "`, spelled exactly so. Go uses them as a filter, in its own " +
+									"preference order. Left out: the TLS library's defaults."},
 						},
 					},
 				},
@@ -176,6 +203,10 @@ func stringsOf(ctx context.Context, l types.List, diags *diag.Diagnostics) ([]st
 // while a value is unknown.
 func (m *tlsProfileModel) spec(ctx context.Context, diags *diag.Diagnostics) (spec tlsprofile.Spec, known bool) {
 	spec.Source = tlsprofile.SourceStatic
+	if m.FIPS.IsUnknown() {
+		return spec, false
+	}
+	spec.FIPS = m.FIPS.ValueBool()
 	if m.Profile == nil {
 		return spec, true
 	}
@@ -190,7 +221,7 @@ func (m *tlsProfileModel) spec(ctx context.Context, diags *diag.Diagnostics) (sp
 		spec.MinTLSVersion = tlsprofile.TLSVersion(c.MinTLSVersion.ValueString())
 		var ok1, ok2 bool
 		spec.Ciphers, ok1 = stringsOf(ctx, c.Ciphers, diags)
-		spec.Curves, ok2 = stringsOf(ctx, c.Curves, diags)
+		spec.Groups, ok2 = stringsOf(ctx, c.Groups, diags)
 		if !ok1 || !ok2 {
 			return spec, false
 		}
@@ -273,7 +304,9 @@ func (r *tlsProfileResource) resolve(ctx context.Context, m *tlsProfileModel, di
 			return res, false
 		}
 		var err error
+		fips := spec.FIPS
 		spec, adherence, err = tlsprofile.ReadCluster(ctx, dyn, core.Discovery())
+		spec.FIPS = fips
 		if err != nil {
 			if errors.Is(err, tlsprofile.ErrNoAPIServerAPI) {
 				addProfileError(diags, "No cluster TLS profile", err, true)
@@ -317,13 +350,16 @@ func (m *tlsProfileModel) setResolved(doc []byte) error {
 	m.Hash = types.StringValue(tlsprofile.HashJSON(doc))
 	m.MinTLSVersion = types.StringValue(string(d.MinTLSVersion))
 	m.CipherSuites = listValue(d.CipherSuites)
-	m.Curves = listValue(d.CurvePreferences)
+	m.Groups = listValue(d.CurvePreferences)
+	m.ComponentArgs = listValue(d.ComponentArgs)
+	m.FIPSDropped = listValue(nonNilStrings(d.FIPSDropped))
 	return nil
 }
 
 func (m *tlsProfileModel) setUnknown() {
 	m.ProfileJSON, m.Hash, m.MinTLSVersion = types.StringUnknown(), types.StringUnknown(), types.StringUnknown()
-	m.CipherSuites, m.Curves = types.ListUnknown(types.StringType), types.ListUnknown(types.StringType)
+	m.CipherSuites, m.Groups = types.ListUnknown(types.StringType), types.ListUnknown(types.StringType)
+	m.ComponentArgs, m.FIPSDropped = types.ListUnknown(types.StringType), types.ListUnknown(types.StringType)
 }
 
 // targetModels are the rollout targets; known is false while the list is
@@ -408,7 +444,7 @@ func (r *tlsProfileResource) write(ctx context.Context, plan, prior *tlsProfileM
 	}
 	spec, _ := plan.spec(ctx, diags)
 	if plan.Source.ValueString() == string(tlsprofile.SourceCluster) {
-		spec = tlsprofile.Spec{Source: tlsprofile.SourceCluster}
+		spec = tlsprofile.Spec{Source: tlsprofile.SourceCluster, FIPS: spec.FIPS}
 	}
 	res, known := r.resolve(ctx, plan, diags)
 	if !known {
@@ -485,12 +521,18 @@ func (r *tlsProfileResource) Read(ctx context.Context, req resource.ReadRequest,
 		d, err := tlsprofile.ParseDocument(doc)
 		if err == nil {
 			state.Source = types.StringValue(string(d.Source))
+			if d.FIPS {
+				state.FIPS = types.BoolValue(true)
+			}
 			// An imported static profile is always explicit: the
 			// configuration must then name its type too.
 			if d.Source == tlsprofile.SourceStatic {
 				state.Profile = &tlsProfileBlock{Type: types.StringValue(string(d.Type))}
 				if d.Type == tlsprofile.ProfileCustom {
-					state.Profile.Custom = &tlsCustomBlock{MinTLSVersion: types.StringValue(string(d.MinTLSVersion)), Ciphers: listValue(d.Ciphers), Curves: listValue(d.Curves)}
+					state.Profile.Custom = &tlsCustomBlock{MinTLSVersion: types.StringValue(string(d.MinTLSVersion)), Ciphers: listValue(d.Ciphers), Groups: listValue(d.Groups)}
+					if len(d.Groups) == 0 {
+						state.Profile.Custom.Groups = types.ListNull(types.StringType)
+					}
 				}
 			}
 		}
@@ -569,4 +611,124 @@ func (r *tlsProfileResource) ImportState(ctx context.Context, req resource.Impor
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), ns)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+}
+
+// predefinedGroups are the groups every predefined profile has.
+func predefinedGroups() []string {
+	p, _ := tlsprofile.Predefined(tlsprofile.ProfileIntermediate)
+	return p.Groups
+}
+
+// tlsProfileSchemaVersion 1 renamed curves to groups (profile.custom.groups
+// and the computed groups) and added fips, fips_dropped and component_args.
+const tlsProfileSchemaVersion = 1
+
+// tlsProfileModelV0 is the state of schema version 0.
+type tlsProfileModelV0 struct {
+	ID             types.String       `tfsdk:"id"`
+	Namespace      types.String       `tfsdk:"namespace"`
+	Name           types.String       `tfsdk:"name"`
+	Source         types.String       `tfsdk:"source"`
+	Profile        *tlsProfileBlockV0 `tfsdk:"profile"`
+	RolloutTargets types.List         `tfsdk:"rollout_targets"`
+	Hash           types.String       `tfsdk:"hash"`
+	MinTLSVersion  types.String       `tfsdk:"min_tls_version"`
+	CipherSuites   types.List         `tfsdk:"cipher_suites"`
+	Curves         types.List         `tfsdk:"curves"`
+	IsOpenShift    types.Bool         `tfsdk:"is_openshift"`
+	ProfileJSON    types.String       `tfsdk:"profile_json"`
+}
+
+type tlsProfileBlockV0 struct {
+	Type   types.String      `tfsdk:"type"`
+	Custom *tlsCustomBlockV0 `tfsdk:"custom"`
+}
+
+type tlsCustomBlockV0 struct {
+	Ciphers       types.List   `tfsdk:"ciphers"`
+	MinTLSVersion types.String `tfsdk:"min_tls_version"`
+	Curves        types.List   `tfsdk:"curves"`
+}
+
+// tlsProfileSchemaV0 is schema version 0: the attributes and blocks it had,
+// by type (descriptions, validators and plan modifiers play no part in
+// reading a prior state).
+func tlsProfileSchemaV0() schema.Schema {
+	str := func() schema.StringAttribute { return schema.StringAttribute{Optional: true, Computed: true} }
+	list := func() schema.ListAttribute {
+		return schema.ListAttribute{Optional: true, Computed: true, ElementType: types.StringType}
+	}
+	return schema.Schema{
+		Attributes: map[string]schema.Attribute{
+			"id": str(), "namespace": str(), "name": str(), "source": str(),
+			"rollout_targets": schema.ListNestedAttribute{Optional: true, NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+				"kind": str(), "namespace": str(), "name": str(),
+			}}},
+			"hash": str(), "min_tls_version": str(), "cipher_suites": list(), "curves": list(),
+			"is_openshift": schema.BoolAttribute{Computed: true}, "profile_json": str(),
+		},
+		Blocks: map[string]schema.Block{
+			"profile": schema.SingleNestedBlock{
+				Attributes: map[string]schema.Attribute{"type": str()},
+				Blocks: map[string]schema.Block{"custom": schema.SingleNestedBlock{Attributes: map[string]schema.Attribute{
+					"ciphers": list(), "min_tls_version": str(), "curves": list(),
+				}}},
+			},
+		},
+	}
+}
+
+// UpgradeState moves a version 0 state to version 1: curves become groups,
+// spelled as OpenShift spells them (the aliases version 0 accepted, such as
+// P-256, become secp256r1), so the upgraded state holds what the renamed
+// configuration says. The new computed attributes are left null; the next
+// refresh and plan fill them (the ConfigMap's profile.json is rewritten in
+// the new format, so its hash changes and the rollout targets roll once).
+func (r *tlsProfileResource) UpgradeState(_ context.Context) map[int64]resource.StateUpgrader {
+	prior := tlsProfileSchemaV0()
+	return map[int64]resource.StateUpgrader{
+		0: {PriorSchema: &prior, StateUpgrader: upgradeTLSProfileStateV0},
+	}
+}
+
+func upgradeTLSProfileStateV0(ctx context.Context, req resource.UpgradeStateRequest, resp *resource.UpgradeStateResponse) {
+	var old tlsProfileModelV0
+	resp.Diagnostics.Append(req.State.Get(ctx, &old)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	m := tlsProfileModel{
+		ID: old.ID, Namespace: old.Namespace, Name: old.Name, Source: old.Source,
+		FIPS:           types.BoolNull(),
+		RolloutTargets: old.RolloutTargets,
+		Hash:           old.Hash, MinTLSVersion: old.MinTLSVersion, CipherSuites: old.CipherSuites,
+		Groups:        canonicalGroups(ctx, old.Curves, &resp.Diagnostics),
+		ComponentArgs: types.ListNull(types.StringType),
+		FIPSDropped:   types.ListNull(types.StringType),
+		IsOpenShift:   old.IsOpenShift, ProfileJSON: old.ProfileJSON,
+	}
+	if old.Profile != nil {
+		m.Profile = &tlsProfileBlock{Type: old.Profile.Type}
+		if c := old.Profile.Custom; c != nil {
+			m.Profile.Custom = &tlsCustomBlock{Ciphers: c.Ciphers, MinTLSVersion: c.MinTLSVersion, Groups: canonicalGroups(ctx, c.Curves, &resp.Diagnostics)}
+		}
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// canonicalGroups spells a version 0 curve list as OpenShift spells its
+// groups; a name it does not know is kept, for validation to name.
+func canonicalGroups(ctx context.Context, l types.List, diags *diag.Diagnostics) types.List {
+	if l.IsNull() || l.IsUnknown() {
+		return l
+	}
+	var names []string
+	diags.Append(l.ElementsAs(ctx, &names, false)...)
+	for i, n := range names {
+		names[i] = tlsprofile.CanonicalGroupName(n)
+	}
+	return listValue(names)
 }

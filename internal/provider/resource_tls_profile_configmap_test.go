@@ -3,6 +3,8 @@ package provider
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -138,6 +140,10 @@ func TestAccTLSProfile_static(t *testing.T) {
 				Check: resource.ComposeAggregateTestCheckFunc(
 					resource.TestCheckResourceAttr(tlsAddr, "min_tls_version", "VersionTLS13"),
 					resource.TestCheckResourceAttr(tlsAddr, "cipher_suites.#", "0"),
+					checkList(tlsAddr, "groups", "X25519MLKEM768", "X25519", "secp256r1", "secp384r1"),
+					checkList(tlsAddr, "component_args", "--tls-min-version=VersionTLS13", "--tls-curve-preferences=4588,29,23,24"),
+					checkList(tlsAddr, "fips_dropped"),
+					resource.TestCheckNoResourceAttr(tlsAddr, "fips"),
 					resource.TestCheckResourceAttr(tlsAddr, "source", "static"),
 					resource.TestCheckResourceAttr(tlsAddr, "is_openshift", "false"),
 					resource.TestCheckResourceAttr(tlsAddr, "id", ns+"/tls-profile"),
@@ -154,6 +160,10 @@ func TestAccTLSProfile_static(t *testing.T) {
 				Check: resource.ComposeAggregateTestCheckFunc(
 					resource.TestCheckResourceAttr(tlsAddr, "min_tls_version", "VersionTLS12"),
 					resource.TestCheckResourceAttr(tlsAddr, "cipher_suites.0", "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"),
+					checkList(tlsAddr, "component_args", "--tls-min-version=VersionTLS12",
+						"--tls-cipher-suites=TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,"+
+							"TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+						"--tls-curve-preferences=4588,29,23,24"),
 					checkTLSProfileLive(ns, "tls-profile", "web", "api"),
 					func(s *terraform.State) error {
 						if h := s.RootModule().Resources[tlsAddr].Primary.Attributes["hash"]; h == modernHash {
@@ -161,6 +171,28 @@ func TestAccTLSProfile_static(t *testing.T) {
 						}
 						return nil
 					},
+				),
+			},
+			{
+				// fips: only the NIST curves and the AES-GCM suites, and
+				// what was dropped is said.
+				Config: tlsConfig(body("Intermediate", web+", "+api) + "\nfips = true"),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					checkList(tlsAddr, "groups", "secp256r1", "secp384r1"),
+					checkList(tlsAddr, "cipher_suites", "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+						"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"),
+					checkList(tlsAddr, "fips_dropped", "TLS_CHACHA20_POLY1305_SHA256", "ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-RSA-CHACHA20-POLY1305", "X25519MLKEM768", "X25519"),
+					resource.TestCheckResourceAttr(tlsAddr, "component_args.2", "--tls-curve-preferences=23,24"),
+					checkTLSProfileLive(ns, "tls-profile", "web", "api"),
+				),
+			},
+			{
+				// And back: the ConfigMap and targets follow.
+				Config: tlsConfig(body("Intermediate", web+", "+api)),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					checkList(tlsAddr, "groups", "X25519MLKEM768", "X25519", "secp256r1", "secp384r1"),
+					checkList(tlsAddr, "fips_dropped"),
+					checkTLSProfileLive(ns, "tls-profile", "web", "api"),
 				),
 			},
 			{
@@ -196,8 +228,9 @@ func TestAccTLSProfile_static(t *testing.T) {
 }
 
 // TestAccTLSProfile_custom: a Custom profile with OpenSSL and IANA names and
-// curves; a name Go cannot use is dropped with a warning, and the document
-// keeps the names as given beside what Go uses.
+// groups; a name Go cannot use is dropped with a warning, the groups come
+// out in Go's order, and the document keeps the names as given beside what
+// Go uses.
 func TestAccTLSProfile_custom(t *testing.T) {
 	t.Parallel()
 	ns := uniqueName(t)
@@ -213,15 +246,21 @@ profile {
   custom {
     min_tls_version = "VersionTLS12"
     ciphers         = ["ECDHE-RSA-AES128-GCM-SHA256", "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "DHE-RSA-AES128-GCM-SHA256"]
-    curves          = ["X25519", "P-256"]
+    groups          = ["secp256r1", "X25519"]
   }
 }`, ns)),
 			Check: resource.ComposeAggregateTestCheckFunc(
-				resource.TestCheckResourceAttr(tlsAddr, "cipher_suites.#", "2"),
-				resource.TestCheckResourceAttr(tlsAddr, "cipher_suites.0", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"),
-				resource.TestCheckResourceAttr(tlsAddr, "cipher_suites.1", "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"),
-				resource.TestCheckResourceAttr(tlsAddr, "curves.#", "2"),
-				resource.TestCheckResourceAttr(tlsAddr, "curves.0", "X25519"),
+				checkList(tlsAddr, "cipher_suites", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"),
+				checkList(tlsAddr, "groups", "X25519", "secp256r1"),
+				checkList(tlsAddr, "component_args", "--tls-min-version=VersionTLS12",
+					"--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "--tls-curve-preferences=29,23"),
+				resource.TestCheckResourceAttrWith(tlsAddr, "profile_json", func(v string) error {
+					d, err := tlsprofile.ParseDocument([]byte(v))
+					if err != nil || strings.Join(d.Groups, ",") != "secp256r1,X25519" {
+						return fmt.Errorf("profile_json does not keep the groups as given: %s (%v)", v, err)
+					}
+					return nil
+				}),
 				checkTLSProfileLive(ns, "custom"),
 			),
 		}, {
@@ -248,7 +287,11 @@ func TestAccTLSProfile_badInput(t *testing.T) {
 		Steps: []resource.TestStep{
 			step("name = \"p\"\nprofile {\n  type = \"Paranoid\"\n}", `(?s)profile.type.*value must be one of.*"Old".*"Intermediate".*"Modern".*"Custom"`),
 			step("name = \"p\"\nprofile {\n  type = \"Custom\"\n  custom {\n    min_tls_version = \"VersionTLS12\"\n    ciphers = [\"NOT-A-CIPHER\"]\n  }\n}", `(?s)Invalid TLS profile.*ciphers = \["NOT-A-CIPHER"\].*custom.ciphers\[0\]: unknown cipher "NOT-A-CIPHER"; use one of:.*ECDHE-RSA-AES128-GCM-SHA256`),
-			step("name = \"p\"\nprofile {\n  type = \"Custom\"\n  custom {\n    min_tls_version = \"VersionTLS12\"\n    curves = [\"P-999\"]\n  }\n}", `(?s)Invalid TLS profile.*curves = \["P-999"\].*custom.curves\[0\]: unknown curve "P-999"; use one of:.*X25519`),
+			step("name = \"p\"\nprofile {\n  type = \"Custom\"\n  custom {\n    min_tls_version = \"VersionTLS12\"\n    groups = [\"P-999\"]\n  }\n}", `(?s)Invalid TLS profile.*groups = \["P-999"\].*custom.groups\[0\]: unknown group "P-999"; use one of:.*X25519`),
+			step("name = \"p\"\nprofile {\n  type = \"Custom\"\n  custom {\n    min_tls_version = \"VersionTLS13\"\n    groups = [\"P-256\"]\n  }\n}", `(?s)Invalid TLS profile.*unknown group "P-256"; OpenShift spells it secp256r1`),
+			step("name = \"p\"\nprofile {\n  type = \"Custom\"\n  custom {\n    min_tls_version = \"VersionTLS13\"\n    groups = [\"X25519\", \"secp256r1\", \"X25519\"]\n  }\n}", `(?s)Invalid TLS profile.*custom.groups\[2\]: duplicate group "X25519"; groups\[0\] already names it`),
+			step("name = \"p\"\nfips = true\nprofile {\n  type = \"Custom\"\n  custom {\n    min_tls_version = \"VersionTLS13\"\n    groups = [\"X25519MLKEM768\"]\n  }\n}", `(?s)Invalid TLS profile.*custom.groups: names no FIPS-approved group.*or set fips to false`),
+			step("name = \"p\"\nprofile {\n  type = \"Custom\"\n  custom {\n    min_tls_version = \"VersionTLS12\"\n    curves = [\"X25519\"]\n  }\n}", `(?s)Unsupported argument.*"curves" is not expected here`),
 			step("name = \"p\"\nprofile {\n  type = \"Modern\"\n  custom {\n    min_tls_version = \"VersionTLS12\"\n  }\n}", `(?s)only used with type Custom, and type is Modern`),
 			step("name = \"p\"\nprofile {\n  type = \"Custom\"\n  custom {\n    min_tls_version = \"VersionTLS12\"\n    ciphers = [\"TLS_AES_128_GCM_SHA256\"]\n  }\n}", `(?s)Invalid TLS profile.*no TLS 1\.0–1\.2 cipher Go can use is left.*or set minTLSVersion to VersionTLS13`),
 			step("name = \"p\"\nsource = \"cluster\"\nprofile {\n  type = \"Modern\"\n}", `(?s)Conflicting TLS profile.*remove the profile block`),
@@ -301,10 +344,13 @@ func TestAccTLSProfile_cluster(t *testing.T) {
 		"type":   "Custom",
 		"custom": map[string]any{"minTLSVersion": "VersionTLS12", "ciphers": []any{"ECDHE-ECDSA-AES256-GCM-SHA384"}},
 	}})
-	config := tlsConfig(fmt.Sprintf(`namespace = %q
+	clusterConfig := func(extra string) string {
+		return tlsConfig(fmt.Sprintf(`namespace = %q
 name = "cluster-profile"
 source = "cluster"
-rollout_targets = [{ kind = "Deployment", namespace = %q, name = "web" }]`, ns, ns))
+rollout_targets = [{ kind = "Deployment", namespace = %q, name = "web" }]`, ns, ns) + extra)
+	}
+	config := clusterConfig("")
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6,
 		CheckDestroy:             checkTLSProfileGone(ns, "cluster-profile", "web"),
@@ -327,6 +373,18 @@ rollout_targets = [{ kind = "Deployment", namespace = %q, name = "web" }]`, ns, 
 				),
 			},
 			{
+				// The APIServer's groups, and its older spelling, curves.
+				PreConfig: func() {
+					setClusterProfile(t, map[string]any{"type": "Custom", "custom": map[string]any{"minTLSVersion": "VersionTLS13", "ciphers": []any{}, "curves": []any{"secp384r1", "X25519"}}})
+				},
+				Config: config,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					checkList(tlsAddr, "groups", "X25519", "secp384r1"),
+					checkList(tlsAddr, "component_args", "--tls-min-version=VersionTLS13", "--tls-curve-preferences=29,24"),
+					checkTLSProfileLive(ns, "cluster-profile", "web"),
+				),
+			},
+			{
 				PreConfig: func() { setClusterProfile(t, map[string]any{"type": "Modern", "modern": map[string]any{}}) },
 				Config:    config,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
@@ -334,6 +392,39 @@ rollout_targets = [{ kind = "Deployment", namespace = %q, name = "web" }]`, ns, 
 				}},
 				Check: resource.ComposeAggregateTestCheckFunc(
 					resource.TestCheckResourceAttr(tlsAddr, "min_tls_version", "VersionTLS13"),
+					checkList(tlsAddr, "groups", "X25519MLKEM768", "X25519", "secp256r1", "secp384r1"),
+					checkTLSProfileLive(ns, "cluster-profile", "web"),
+				),
+			},
+			{
+				// The adherence alone changes: the hash follows it, so the
+				// consumers roll.
+				PreConfig: func() {
+					patch := []byte(`{"spec":{"tlsAdherence":"StrictAllComponents"}}`)
+					if _, err := dynamicClient().Resource(tlsprofile.APIServerGVR()).Patch(context.Background(), tlsprofile.APIServerName, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(tlsAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttrWith(tlsAddr, "profile_json", func(v string) error {
+						if !strings.Contains(v, `"tlsAdherence": "StrictAllComponents"`) {
+							return fmt.Errorf("profile_json lacks the adherence: %s", v)
+						}
+						return nil
+					}),
+					checkTLSProfileLive(ns, "cluster-profile", "web"),
+				),
+			},
+			{
+				// fips applies to a cluster profile too.
+				Config: clusterConfig("\nfips = true"),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					checkList(tlsAddr, "groups", "secp256r1", "secp384r1"),
+					checkList(tlsAddr, "fips_dropped", "TLS_CHACHA20_POLY1305_SHA256", "X25519MLKEM768", "X25519"),
 					checkTLSProfileLive(ns, "cluster-profile", "web"),
 				),
 			},
@@ -377,4 +468,13 @@ resource "kmshealth_tls_profile_configmap" "test" {
 			},
 		},
 	})
+}
+
+// checkList checks a list attribute element by element (none: empty).
+func checkList(addr, name string, want ...string) resource.TestCheckFunc {
+	checks := []resource.TestCheckFunc{resource.TestCheckResourceAttr(addr, name+".#", strconv.Itoa(len(want)))}
+	for i, w := range want {
+		checks = append(checks, resource.TestCheckResourceAttr(addr, fmt.Sprintf("%s.%d", name, i), w))
+	}
+	return resource.ComposeAggregateTestCheckFunc(checks...)
 }

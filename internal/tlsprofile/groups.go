@@ -49,7 +49,6 @@ func groupAliases() map[string]string {
 		"p-256": "secp256r1", "prime256v1": "secp256r1", "curvep256": "secp256r1",
 		"p-384": "secp384r1", "curvep384": "secp384r1",
 		"p-521": "secp521r1", "curvep521": "secp521r1",
-		"x25519kyber768draft00": "X25519MLKEM768",
 	}
 }
 
@@ -141,4 +140,20 @@ func curveIDList(ids []tls.CurveID) string {
 		s[i] = strconv.Itoa(int(id))
 	}
 	return strings.Join(s, ",")
+}
+
+// CanonicalGroupName returns OpenShift's spelling of a group name given in
+// any case or as one of the aliases earlier versions of this provider
+// accepted (P-256, prime256v1, CurveP256, …); an unknown name comes back
+// unchanged.
+func CanonicalGroupName(name string) string {
+	for _, g := range groupTable() {
+		if strings.EqualFold(g.name, name) {
+			return g.name
+		}
+	}
+	if canonical, ok := groupAliases()[strings.ToLower(name)]; ok {
+		return canonical
+	}
+	return name
 }
