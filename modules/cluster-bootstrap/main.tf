@@ -188,12 +188,13 @@ resource "kmshealth_tls_profile_configmap" "this" {
         content {
           min_tls_version = custom.value.min_tls_version
           ciphers         = custom.value.ciphers
-          curves          = custom.value.curves
+          groups          = custom.value.groups
         }
       }
     }
   }
 
+  fips            = each.value.fips
   rollout_targets = each.value.rollout_targets
 }
 

@@ -62,14 +62,15 @@ output "ca_bundles" {
 }
 
 output "tls_profiles" {
-  description = "Per entry of `tls_profiles`: `hash` (SHA-256 of profile.json, the value of the kmshealth.io/tls-profile-hash pod-template annotation on its rollout targets), `configmap` (`<namespace>/<name>` to mount), `min_tls_version`, `cipher_suites` (IANA), `curves` and `is_openshift`, for workloads that take them as values instead of API calls."
+  description = "Per entry of `tls_profiles`: `hash` (SHA-256 of profile.json, the value of the kmshealth.io/tls-profile-hash pod-template annotation on its rollout targets), `configmap` (`<namespace>/<name>` to mount), `min_tls_version`, `cipher_suites` (IANA), `groups`, `component_args` (the `--tls-*` flags of a Kubernetes component) and `is_openshift`, for workloads that take them as values instead of API calls."
   value = {
     for k, p in kmshealth_tls_profile_configmap.this : k => {
       hash            = p.hash
       configmap       = "${p.namespace}/${p.name}"
       min_tls_version = p.min_tls_version
       cipher_suites   = p.cipher_suites
-      curves          = p.curves
+      groups          = p.groups
+      component_args  = p.component_args
       is_openshift    = p.is_openshift
     }
   }

@@ -223,7 +223,8 @@ variable "tls_profiles" {
 
     - `namespace` (required, must exist: the consuming workloads run there) and `name` (default `tls-profile`, a module convenience: the resource has no default);
     - `source`: `static` (default) uses `type`; `cluster` follows OpenShift's `APIServer` profile;
-    - `type`: `Old`, `Intermediate` (default), `Modern` or `Custom` (then `custom = { min_tls_version, ciphers, curves }`);
+    - `type`: `Old`, `Intermediate` (default), `Modern` or `Custom` (then `custom = { min_tls_version, ciphers, groups }`);
+    - `fips`: keep only what FIPS approves (NIST P-curves, AES-GCM suites);
     - `rollout_targets`: existing Deployments, StatefulSets or DaemonSets (`{ kind, namespace, name }`) whose pod template gets the profile's hash, so they roll when it changes.
   EOT
   type = map(object({
@@ -234,8 +235,9 @@ variable "tls_profiles" {
     custom = optional(object({
       min_tls_version = string
       ciphers         = optional(list(string))
-      curves          = optional(list(string))
+      groups          = optional(list(string))
     }))
+    fips = optional(bool)
     rollout_targets = optional(list(object({
       kind      = string
       namespace = string

@@ -7,15 +7,21 @@ locals {
   custom = provider::kmshealth::tls_profile("Custom", {
     min_tls_version = "VersionTLS12"
     ciphers         = ["ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-RSA-AES128-GCM-SHA256"]
-    curves          = ["X25519", "secp256r1"]
+    groups          = ["X25519", "secp256r1"]
   })
+
+  # The same profile, keeping only what FIPS approves.
+  intermediate_fips = provider::kmshealth::tls_profile("Intermediate", { fips = true })
 }
 
+# --tls-min-version, --tls-cipher-suites and --tls-curve-preferences, in the
+# spellings Kubernetes components take.
 output "component_flags" {
-  value = [
-    "--tls-min-version=${local.intermediate.min_tls_version}",
-    "--tls-cipher-suites=${join(",", local.intermediate.cipher_suites)}",
-  ]
+  value = local.intermediate.component_args
+}
+
+output "fips_dropped" {
+  value = local.intermediate_fips.fips_dropped
 }
 
 # The rollout annotation's value, for a workload that mounts a profile.json
