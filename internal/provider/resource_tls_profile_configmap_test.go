@@ -257,7 +257,7 @@ profile {
 				resource.TestCheckResourceAttrWith(tlsAddr, "profile_json", func(v string) error {
 					d, err := tlsprofile.ParseDocument([]byte(v))
 					if err != nil || strings.Join(d.Groups, ",") != "secp256r1,X25519" {
-						return fmt.Errorf("profile_json does not keep the groups as given: %s (%v)", v, err)
+						return fmt.Errorf("profile_json does not keep the groups as given: %s (%w)", v, err)
 					}
 					return nil
 				}),
