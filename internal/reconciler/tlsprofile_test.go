@@ -148,9 +148,16 @@ func TestReconcileTLSProfileFollowsCluster(t *testing.T) {
 	})
 	name := unique(t)
 	_, _ = tlsProfileFixture(t, name, tlsprofile.Spec{Source: tlsprofile.SourceCluster})
-	startReconciler(t, "--leader-elect=false", "--tls-profile-configmaps=default/"+name)
+	// The same with fips, which the cluster does not say: the record does.
+	fipsName := name + "-fips"
+	_, _ = tlsProfileFixture(t, fipsName, tlsprofile.Spec{Source: tlsprofile.SourceCluster, FIPS: true})
+	startReconciler(t, "--leader-elect=false", "--tls-profile-configmaps=default/"+name+",default/"+fipsName)
 
 	modern, _, err := tlsprofile.Resolve(tlsprofile.Spec{Type: tlsprofile.ProfileModern, Source: tlsprofile.SourceCluster}, tlsprofile.AdherenceNoOpinion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	modernFIPS, _, err := tlsprofile.Resolve(tlsprofile.Spec{Type: tlsprofile.ProfileModern, Source: tlsprofile.SourceCluster, FIPS: true}, tlsprofile.AdherenceNoOpinion)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,4 +167,6 @@ func TestReconcileTLSProfileFollowsCluster(t *testing.T) {
 	took := waitFor(t, configMapLW(name), &corev1.ConfigMap{}, "profile.json follows the cluster", hasDoc(modern.JSON))
 	took2 := waitFor(t, deploymentLW(name), &appsv1.Deployment{}, "target follows the cluster", hasHash(modern.Hash))
 	t.Logf("cluster profile change in profile.json after %s, on the target after %s", took, took+took2)
+	waitFor(t, configMapLW(fipsName), &corev1.ConfigMap{}, "profile.json follows the cluster, keeping fips", hasDoc(modernFIPS.JSON))
+	waitFor(t, deploymentLW(fipsName), &appsv1.Deployment{}, "target follows the cluster, keeping fips", hasHash(modernFIPS.Hash))
 }
