@@ -323,7 +323,14 @@ func (r *tlsProfileResource) resolve(ctx context.Context, m *tlsProfileModel, di
 		if cluster {
 			attribute = path.Root("source")
 		}
-		diags.AddAttributeWarning(attribute, "TLS profile item Go cannot honour", w)
+		summary := "TLS profile item Go cannot honour"
+		switch {
+		case strings.Contains(w, "with fips:"):
+			attribute, summary = path.Root("fips"), "Not FIPS-approved, dropped"
+		case strings.Contains(w, "older spelling"):
+			summary = "Older spelling in the cluster's APIServer"
+		}
+		diags.AddAttributeWarning(attribute, summary, w)
 	}
 	if err != nil {
 		addProfileError(diags, "TLS profile cannot be honoured", err, cluster)
