@@ -108,7 +108,7 @@ func handshake(t *testing.T, server, client *tls.Config) (tls.ConnectionState, e
 // string slice, an int32 slice), the version and suites converted by
 // k8s.io/component-base/cli/flag's TLSVersion and TLSCipherSuites. The
 // component-base this module pins (v0.35) predates TLSCurvePreferences
-// (v0.37, kubernetes/kubernetes#137115), so the curve IDs get its checks
+// (v0.36, kubernetes/kubernetes#137115), so the curve IDs get its checks
 // here: each in 1–65535, no duplicates, one this Go implements.
 func serverFromComponentArgs(t *testing.T, args []string) *tls.Config {
 	t.Helper()
