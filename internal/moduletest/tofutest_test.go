@@ -20,7 +20,8 @@ import (
 // proxy's listener, every pattern turns off; and one run per trap: the
 // reporter turned off alone plans, the KMS health is read at plan time
 // while the reporter is upgraded, the defaults install only what was asked
-// for, and a first install plans before the KMSHealth object exists. `tofu test` destroys what it applied; this test
+// for, a first install plans before the KMSHealth object exists, and
+// each part's monitoring input reaches its resource. `tofu test` destroys what it applied; this test
 // then checks that nothing of ours is left. It needs OpenTofu whichever CLI
 // TF_ACC_TERRAFORM_PATH names, so it runs (twice) under both passes of
 // make acc.
@@ -59,7 +60,7 @@ func TestAccModule_tofuTest(t *testing.T) {
 	out := tf.must(0, "test", "-no-color", "-var-file="+vars)
 	runs := []string{"reporter_off_with_default_kms_health", "bad_socket_path", "unknown_profile_type", "rbac_proxy_listens_on_its_upstream", "rbac_proxy_without_tls_profile", "two_sources_for_one_ca_bundle",
 		"two_sources_for_one_webhook_ca_bundle", "webhooks_named_for_a_crd", "bootstrap", "gate_at_plan_on_reporter_upgrade", "profile_change", "patterns_off",
-		"only_ca_bundles", "reporter_first_install", "network_policy_given_is_enabled"}
+		"only_ca_bundles", "reporter_first_install", "network_policy_given_is_enabled", "monitoring_opt_in"}
 	for _, run := range runs {
 		if !regexp.MustCompile(`run "` + run + `"\.\.\. pass`).MatchString(out) {
 			t.Errorf("run %q did not pass", run)
