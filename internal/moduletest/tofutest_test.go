@@ -69,5 +69,11 @@ func TestAccModule_tofuTest(t *testing.T) {
 	if !regexp.MustCompile(fmt.Sprintf(`(?m)^Success! %d passed, 0 failed\.$`, len(runs))).MatchString(out) {
 		t.Errorf("tofu test: want all %d runs passed", len(runs))
 	}
+	// The test cluster has no prometheus-operator: the plan of
+	// monitoring_opt_in warns (at the reconciler's monitoring) instead of
+	// failing.
+	if !regexp.MustCompile(`Warning: prometheus-operator is not installed\s+with kmshealth_reconciler\.this\[0\],\s+on main\.tf line \d+, in resource "kmshealth_reconciler" "this":\s+\d+:\s+monitoring\s+=`).MatchString(out) {
+		t.Error("tofu test: want the plan-time warning that prometheus-operator is not installed, at kmshealth_reconciler.this[0]'s monitoring")
+	}
 	c.checkClean(t, ns, web, []string{inline, fromSecret})
 }
