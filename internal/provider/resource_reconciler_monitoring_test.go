@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -120,4 +123,115 @@ func TestAccReconciler_monitoring(t *testing.T) {
 			{Config: on, Check: checkReconcilerMonitoring(ns, name, true, true)},
 		},
 	})
+}
+
+// planReconciler plans a new kmshealth_reconciler with the given
+// attributes (all others null) through the provider's protocol server,
+// configured for the test control plane, as a CLI would, and returns the
+// plan's diagnostics: the warnings too, which the CLI-driven tests cannot
+// see.
+func planReconciler(t *testing.T, attrs map[string]tftypes.Value) []*tfprotov6.Diagnostic {
+	t.Helper()
+	ctx := context.Background()
+	srv, err := protoV6["kmshealth"]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	schemas, err := srv.GetProviderSchema(ctx, &tfprotov6.GetProviderSchemaRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dynamic := func(typ tftypes.Type, v tftypes.Value) *tfprotov6.DynamicValue {
+		dv, err := tfprotov6.NewDynamicValue(typ, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &dv
+	}
+	providerType := schemas.Provider.ValueType()
+	cfg, err := srv.ConfigureProvider(ctx, &tfprotov6.ConfigureProviderRequest{
+		TerraformVersion: "1.5.7",
+		Config:           dynamic(providerType, objectWith(providerType, map[string]tftypes.Value{"config_path": tftypes.NewValue(tftypes.String, env.Kubeconfig)})),
+	})
+	if err != nil || hasError(cfg.Diagnostics) {
+		t.Fatalf("configure the provider: %v %v", err, cfg.Diagnostics)
+	}
+	resType := schemas.ResourceSchemas["kmshealth_reconciler"].ValueType()
+	config := objectWith(resType, attrs)
+	plan, err := srv.PlanResourceChange(ctx, &tfprotov6.PlanResourceChangeRequest{
+		TypeName:         "kmshealth_reconciler",
+		Config:           dynamic(resType, config),
+		ProposedNewState: dynamic(resType, config),
+		PriorState:       dynamic(resType, tftypes.NewValue(resType, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hasError(plan.Diagnostics) {
+		t.Fatalf("plan: %v", plan.Diagnostics)
+	}
+	return plan.Diagnostics
+}
+
+// objectWith is an object of typ with attrs set and every other attribute
+// null.
+func objectWith(typ tftypes.Type, attrs map[string]tftypes.Value) tftypes.Value {
+	obj := typ.(tftypes.Object)
+	vals := map[string]tftypes.Value{}
+	for name, at := range obj.AttributeTypes {
+		if v, ok := attrs[name]; ok {
+			vals[name] = v
+		} else {
+			vals[name] = tftypes.NewValue(at, nil)
+		}
+	}
+	return tftypes.NewValue(typ, vals)
+}
+
+func hasError(diags []*tfprotov6.Diagnostic) bool {
+	for _, d := range diags {
+		if d.Severity == tfprotov6.DiagnosticSeverityError {
+			return true
+		}
+	}
+	return false
+}
+
+// monitoringWarning is the plan's warning at monitoring, if any.
+func monitoringWarning(diags []*tfprotov6.Diagnostic) *tfprotov6.Diagnostic {
+	for _, d := range diags {
+		if d.Severity == tfprotov6.DiagnosticSeverityWarning && d.Attribute != nil && d.Attribute.String() == tftypes.NewAttributePath().WithAttributeName("monitoring").String() {
+			return d
+		}
+	}
+	return nil
+}
+
+// TestReconcilerMonitoring_planWarning: the plan of a reconciler with
+// monitoring warns, at monitoring, that prometheus-operator is not
+// installed while its CRDs are not served — and does not fail —, and
+// stops warning once they are; without monitoring it never warns.
+// Not parallel: the CRDs are cluster-wide.
+func TestReconcilerMonitoring_planWarning(t *testing.T) {
+	monType := tftypes.Object{AttributeTypes: map[string]tftypes.Type{"labels": tftypes.Map{ElementType: tftypes.String}, "rules": tftypes.Bool}}
+	withMonitoring := map[string]tftypes.Value{
+		"namespace": tftypes.NewValue(tftypes.String, "kmshealth-system"),
+		"monitoring": tftypes.NewValue(monType, map[string]tftypes.Value{
+			"labels": tftypes.NewValue(tftypes.Map{ElementType: tftypes.String}, nil),
+			"rules":  tftypes.NewValue(tftypes.Bool, nil),
+		}),
+	}
+	without := map[string]tftypes.Value{"namespace": tftypes.NewValue(tftypes.String, "kmshealth-system")}
+
+	d := monitoringWarning(planReconciler(t, withMonitoring))
+	if d == nil || d.Summary != "prometheus-operator is not installed" || !strings.Contains(d.Detail, "no monitoring object is written") {
+		t.Errorf("plan without prometheus-operator: monitoring warning %+v; want \"prometheus-operator is not installed\"", d)
+	}
+	if d := monitoringWarning(planReconciler(t, without)); d != nil {
+		t.Errorf("plan without monitoring: warning %+v", d)
+	}
+	installPrometheusOperatorCRDs(t)
+	if d := monitoringWarning(planReconciler(t, withMonitoring)); d != nil {
+		t.Errorf("plan with prometheus-operator installed: warning %+v", d)
+	}
 }
