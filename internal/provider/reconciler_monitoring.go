@@ -30,7 +30,7 @@ func (m *reconcilerMonitoringModel) monitoringToConfig(ctx context.Context, c *r
 
 // monitoringFromLive sets the attribute on import from what the cluster
 // holds (nil: none).
-func (m *reconcilerMonitoringModel) monitoringFromLive(got *reconcilerinstall.Monitoring) diag.Diagnostics {
+func (m *reconcilerMonitoringModel) monitoringFromLive(ctx context.Context, got *reconcilerinstall.Monitoring) diag.Diagnostics {
 	attrTypes := map[string]attr.Type{"labels": types.MapType{ElemType: types.StringType}, "rules": types.BoolType}
 	if got == nil {
 		m.Monitoring = types.ObjectNull(attrTypes)
@@ -40,7 +40,7 @@ func (m *reconcilerMonitoringModel) monitoringFromLive(got *reconcilerinstall.Mo
 	var diags diag.Diagnostics
 	if len(got.Labels) > 0 {
 		var d diag.Diagnostics
-		labels, d = types.MapValueFrom(context.Background(), types.StringType, got.Labels)
+		labels, d = types.MapValueFrom(ctx, types.StringType, got.Labels)
 		diags.Append(d...)
 	}
 	obj, d := types.ObjectValue(attrTypes, map[string]attr.Value{"labels": labels, "rules": types.BoolValue(got.Rules)})
@@ -60,20 +60,23 @@ func (r *reconcilerResource) monitoringWarn(ctx context.Context, plan *reconcile
 	}
 }
 
-// monitoringServed drops c's monitoring when the prometheus-operator CRDs
-// are not served: without them its objects cannot exist, which is neither
-// drift (Read) nor something to write (apply, which warns).
-func monitoringServed(ctx context.Context, cl install.Clients, c *reconcilerinstall.Config, diags *diag.Diagnostics) {
-	if c.Monitoring == nil {
+// monitoringUnlessUnserved drops want's monitoring when the
+// prometheus-operator CRDs are not served: its objects cannot exist then,
+// which is not drift (Read; the plan warns instead).
+func monitoringUnlessUnserved(ctx context.Context, cl install.Clients, want *reconcilerinstall.Config) {
+	if want.Monitoring == nil {
 		return
 	}
-	if diags == nil {
-		if ok, err := reconcilerinstall.MonitoringAvailable(ctx, cl); err == nil && !ok {
-			c.Monitoring = nil
-		}
-		return
+	if ok, err := reconcilerinstall.MonitoringAvailable(ctx, cl); err == nil && !ok {
+		want.Monitoring = nil
 	}
-	if !monitoringAvailable(ctx, cl, diags) {
-		c.Monitoring = nil // nothing to write it to; the next refresh sees it missing once it can be
+}
+
+// monitoringToWrite drops c's monitoring, with a warning, when the
+// prometheus-operator CRDs are not served: there is nothing to write it to,
+// and the next refresh sees it missing once there is.
+func monitoringToWrite(ctx context.Context, cl install.Clients, c *reconcilerinstall.Config, diags *diag.Diagnostics) {
+	if c.Monitoring != nil && !monitoringAvailable(ctx, cl, diags) {
+		c.Monitoring = nil
 	}
 }

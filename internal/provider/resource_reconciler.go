@@ -323,13 +323,13 @@ func (r *reconcilerResource) Read(ctx context.Context, req resource.ReadRequest,
 		if resp.Diagnostics.HasError() {
 			return
 		}
-		monitoringServed(ctx, cl, &want, nil)
+		monitoringUnlessUnserved(ctx, cl, &want)
 	} else {
 		state.CreateNamespace = types.BoolValue(got.CreateNamespace)
 		state.WaitForRollout = types.BoolValue(true) // the default: nothing in the cluster says otherwise
 		state.AdmissionPolicy = types.BoolValue(got.AdmissionPolicy)
 		state.AdmissionPolicyEnforced = types.BoolValue(got.AdmissionPolicy)
-		resp.Diagnostics.Append(state.monitoringFromLive(got.Monitoring)...)
+		resp.Diagnostics.Append(state.monitoringFromLive(ctx, got.Monitoring)...)
 	}
 	state.ObjectsInSync = objectsInSync(&resp.Diagnostics, reconcilerMode, want.Validate(), func() []string { return live.Drift(want) })
 
@@ -388,7 +388,7 @@ func (r *reconcilerResource) write(ctx context.Context, plan *reconcilerModel, t
 	if !checkTarget(ctx, cl, c.KMSTarget, path.Root("kms_target"), diags) {
 		return false
 	}
-	monitoringServed(ctx, cl, &c, diags)
+	monitoringToWrite(ctx, cl, &c, diags)
 	plan.setNames()
 	plan.ObjectsInSync = types.BoolValue(true)
 	if err := reconcilerinstall.Apply(ctx, cl, c); err != nil {
