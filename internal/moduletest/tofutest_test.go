@@ -20,7 +20,8 @@ import (
 // proxy's listener, every pattern turns off; and one run per trap: the
 // reporter turned off alone plans, the KMS health is read at plan time
 // while the reporter is upgraded, the defaults install only what was asked
-// for, and a first install plans before the KMSHealth object exists. `tofu test` destroys what it applied; this test
+// for, a first install plans before the KMSHealth object exists, and
+// each part's monitoring input reaches its resource. `tofu test` destroys what it applied; this test
 // then checks that nothing of ours is left. It needs OpenTofu whichever CLI
 // TF_ACC_TERRAFORM_PATH names, so it runs (twice) under both passes of
 // make acc.
@@ -59,7 +60,7 @@ func TestAccModule_tofuTest(t *testing.T) {
 	out := tf.must(0, "test", "-no-color", "-var-file="+vars)
 	runs := []string{"reporter_off_with_default_kms_health", "bad_socket_path", "unknown_profile_type", "rbac_proxy_listens_on_its_upstream", "rbac_proxy_without_tls_profile", "two_sources_for_one_ca_bundle",
 		"two_sources_for_one_webhook_ca_bundle", "webhooks_named_for_a_crd", "bootstrap", "gate_at_plan_on_reporter_upgrade", "profile_change", "patterns_off",
-		"only_ca_bundles", "reporter_first_install", "network_policy_given_is_enabled"}
+		"only_ca_bundles", "reporter_first_install", "network_policy_given_is_enabled", "monitoring_opt_in"}
 	for _, run := range runs {
 		if !regexp.MustCompile(`run "` + run + `"\.\.\. pass`).MatchString(out) {
 			t.Errorf("run %q did not pass", run)
@@ -67,6 +68,12 @@ func TestAccModule_tofuTest(t *testing.T) {
 	}
 	if !regexp.MustCompile(fmt.Sprintf(`(?m)^Success! %d passed, 0 failed\.$`, len(runs))).MatchString(out) {
 		t.Errorf("tofu test: want all %d runs passed", len(runs))
+	}
+	// The test cluster has no prometheus-operator: the plan of
+	// monitoring_opt_in warns (at the reconciler's monitoring) instead of
+	// failing.
+	if !regexp.MustCompile(`Warning: prometheus-operator is not installed\s+with kmshealth_reconciler\.this\[0\],\s+on main\.tf line \d+, in resource "kmshealth_reconciler" "this":\s+\d+:\s+monitoring\s+=`).MatchString(out) {
+		t.Error("tofu test: want the plan-time warning that prometheus-operator is not installed, at kmshealth_reconciler.this[0]'s monitoring")
 	}
 	c.checkClean(t, ns, web, []string{inline, fromSecret})
 }

@@ -468,3 +468,50 @@ func slug(heading string) string {
 	}
 	return b.String()
 }
+
+// TestRuleGroups: rules.yaml has exactly one group per component's
+// monitoring, every alert is in exactly one of them (so the reporter's and
+// the reconciler's PrometheusRules never define an alert twice), and each
+// group reads only its component's series: the reconciler group no KMS
+// series, the KMS group nothing but the aggregator's KMS gauges and the
+// leader status.
+func TestRuleGroups(t *testing.T) {
+	var f struct {
+		Groups []struct {
+			Name  string `json:"name"`
+			Rules []rule `json:"rules"`
+		} `json:"groups"`
+	}
+	if err := yaml.Unmarshal(monitoring.Rules, &f); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	seen := map[string]string{}
+	for _, g := range f.Groups {
+		names = append(names, g.Name)
+		if _, err := monitoring.RuleGroup(g.Name); err != nil {
+			t.Error(err)
+		}
+		for _, r := range g.Rules {
+			if other, ok := seen[r.Alert]; ok {
+				t.Errorf("alert %s is in group %s and in group %s", r.Alert, other, g.Name)
+			}
+			seen[r.Alert] = g.Name
+			for _, m := range metricNames(r.Expr) {
+				kms := strings.HasPrefix(m, "kmshealth_kms_")
+				switch {
+				case g.Name == monitoring.GroupReconciler && kms:
+					t.Errorf("alert %s of group %s reads the KMS series %s: it belongs in %s", r.Alert, g.Name, m, monitoring.GroupKMS)
+				case g.Name == monitoring.GroupKMS && !kms && m != "leader_election_master_status":
+					t.Errorf("alert %s of group %s reads %s, which is not a KMS series: it belongs in %s", r.Alert, g.Name, m, monitoring.GroupReconciler)
+				}
+			}
+		}
+	}
+	if want := []string{monitoring.GroupKMS, monitoring.GroupReconciler}; !slices.Equal(names, want) {
+		t.Errorf("rule groups %v, want %v", names, want)
+	}
+	if _, err := monitoring.RuleGroup("kmshealth"); err == nil {
+		t.Error("RuleGroup of a group that does not exist: no error")
+	}
+}

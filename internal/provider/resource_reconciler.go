@@ -62,6 +62,7 @@ type reconcilerModel struct {
 	reconcilerPatternsModel // one attribute per pattern the reconciler keeps (reconciler_patterns.go)
 	resourcesModel          // cpu_request, memory_request, memory_limit
 	admissionModel          // admission_policy, admission_policy_enforced
+	reconcilerMonitoringModel
 }
 
 // config is the installation the model describes; values must be known.
@@ -90,6 +91,7 @@ func (m *reconcilerModel) config(ctx context.Context) (reconcilerinstall.Config,
 	for _, a := range reconcilerPatternAttributes {
 		diags.Append(a.toConfig(ctx, m, &c)...)
 	}
+	diags.Append(m.monitoringToConfig(ctx, &c)...)
 	return c, diags
 }
 
@@ -216,6 +218,7 @@ func (r *reconcilerResource) Schema(ctx context.Context, _ resource.SchemaReques
 	for _, a := range reconcilerPatternAttributes {
 		resp.Schema.Attributes[a.name] = a.schema()
 	}
+	resp.Schema.Attributes["monitoring"] = monitoringAttribute(reconcilerMonitoring)
 }
 
 func (r *reconcilerResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
@@ -264,6 +267,7 @@ func (r *reconcilerResource) ModifyPlan(ctx context.Context, req resource.Modify
 			a.warn(r, ctx, &plan, state, &resp.Diagnostics)
 		}
 	}
+	r.monitoringWarn(ctx, &plan, &resp.Diagnostics)
 	plan.planEnforced(prior)
 	plan.setNames()
 	plan.ObjectsInSync = types.BoolValue(true)
@@ -319,11 +323,13 @@ func (r *reconcilerResource) Read(ctx context.Context, req resource.ReadRequest,
 		if resp.Diagnostics.HasError() {
 			return
 		}
+		monitoringUnlessUnserved(ctx, cl, &want)
 	} else {
 		state.CreateNamespace = types.BoolValue(got.CreateNamespace)
 		state.WaitForRollout = types.BoolValue(true) // the default: nothing in the cluster says otherwise
 		state.AdmissionPolicy = types.BoolValue(got.AdmissionPolicy)
 		state.AdmissionPolicyEnforced = types.BoolValue(got.AdmissionPolicy)
+		resp.Diagnostics.Append(state.monitoringFromLive(ctx, got.Monitoring)...)
 	}
 	state.ObjectsInSync = objectsInSync(&resp.Diagnostics, reconcilerMode, want.Validate(), func() []string { return live.Drift(want) })
 
@@ -382,6 +388,7 @@ func (r *reconcilerResource) write(ctx context.Context, plan *reconcilerModel, t
 	if !checkTarget(ctx, cl, c.KMSTarget, path.Root("kms_target"), diags) {
 		return false
 	}
+	monitoringToWrite(ctx, cl, &c, diags)
 	plan.setNames()
 	plan.ObjectsInSync = types.BoolValue(true)
 	if err := reconcilerinstall.Apply(ctx, cl, c); err != nil {

@@ -364,7 +364,7 @@ func (r *reporterResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			},
 			"admission_policy":          admissionPolicy,
 			"admission_policy_enforced": admissionEnforced,
-			"monitoring":                monitoringAttribute("reporters"),
+			"monitoring":                monitoringAttribute(reporterMonitoring),
 			"objects_in_sync": schema.BoolAttribute{
 				Computed: true,
 				MarkdownDescription: "`false` when, at the last refresh, an object of the installation was missing, or a field kmshealth " +

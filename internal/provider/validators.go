@@ -218,7 +218,9 @@ func (kmsSockets) ValidateSet(ctx context.Context, req validator.SetRequest, res
 	}
 }
 
-// labelMap validates node_selector keys and values.
+// labelMap validates a map of labels (node_selector, monitoring.labels):
+// keys label keys, values label values. The error names the attribute by
+// its path.
 type labelMap struct{}
 
 func (labelMap) Description(context.Context) string {
@@ -240,9 +242,9 @@ func (labelMap) ValidateMap(ctx context.Context, req validator.MapRequest, resp 
 		sel[k] = s.ValueString()
 	}
 	if err := reporterinstall.ValidateNodeSelector(sel); err != nil {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid node selector",
-			fmt.Sprintf("node_selector: %s. Keys are label keys such as %s (an optional DNS prefix and a name of at most 63 characters), values label values (at most 63 characters, may be empty).",
-				strings.ReplaceAll(err.Error(), "\n", "; "), reporterinstall.ControlPlaneLabel))
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid labels",
+			fmt.Sprintf("%s: %s. Keys are label keys such as %s (an optional DNS prefix and a name of at most 63 characters), values label values (at most 63 characters, may be empty).",
+				req.Path, strings.ReplaceAll(err.Error(), "\n", "; "), reporterinstall.ControlPlaneLabel))
 	}
 }
 

@@ -2,6 +2,7 @@ package reconcilerinstall
 
 import (
 	"context"
+	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,8 +16,8 @@ import (
 // Declare is the installation c as a declaration: its objects in apply
 // order — RBAC before the Deployment, so pods never start without their
 // permissions — and the kinds whose labelled leftovers (a sources Role in
-// a namespace no longer named, the PodDisruptionBudget once Replicas is 1)
-// are deleted. c must be valid; a Config of only Namespace, Name and
+// a namespace no longer named, the PodDisruptionBudget once Replicas is 1,
+// the PrometheusRule once monitoring.rules is off) are deleted. c must be valid; a Config of only Namespace, Name and
 // CreateNamespace declares the objects by name, for Observe and Delete.
 func Declare(c Config) install.Declaration {
 	objs := buildObjects(c)
@@ -25,7 +26,7 @@ func Declare(c Config) install.Declaration {
 		Namespace:     c.Namespace,
 		NamespaceHint: "create it first, or set create_namespace = true to let kmshealth create it (and delete it on destroy)",
 		Sweep: []install.Kind{install.Roles, install.RoleBindings, install.PodDisruptionBudgets,
-			install.ValidatingAdmissionPolicies, install.ValidatingAdmissionPolicyBindings},
+			install.ValidatingAdmissionPolicies, install.ValidatingAdmissionPolicyBindings, PodMonitors, PrometheusRules},
 	}
 	add := func(kind install.Kind, namespace, name string, body any) {
 		d.Objects = append(d.Objects, install.Object{ID: install.ID{Kind: kind, Namespace: namespace, Name: name}, Body: body})
@@ -70,6 +71,12 @@ func Declare(c Config) install.Declaration {
 		add(install.PodDisruptionBudgets, c.Namespace, c.Name, body(objs.PodDisruptionBudget))
 	}
 	add(install.Deployments, c.Namespace, c.Name, body(objs.Deployment))
+	// The monitoring objects after the reconcilers: by name too for a
+	// names-only Config, so Observe and Delete find them (a kind that is
+	// not served reads as missing).
+	if c.Monitoring != nil || c.Image == "" {
+		d.Objects = append(d.Objects, monitoringObjects(c)...)
+	}
 	return d
 }
 
@@ -106,7 +113,16 @@ func Apply(ctx context.Context, cl install.Clients, c Config) error {
 	if err := c.Validate(); err != nil {
 		return &install.Refusal{Reasons: []error{err}}
 	}
-	return install.Apply(ctx, cl, Declare(c))
+	if err := install.Apply(ctx, cl, Declare(c)); err != nil {
+		return err
+	}
+	if c.Monitoring == nil {
+		// Monitoring off (or never on): its objects go, if there are any.
+		if _, err := install.Delete(ctx, cl, monitoringDeclaration(c)); err != nil {
+			return fmt.Errorf("remove the monitoring objects: %w", err)
+		}
+	}
+	return nil
 }
 
 // Delete removes every object of the installation namespace/name that is
@@ -156,7 +172,17 @@ func (l *Live) Exists() bool { return l.Live.Exists(l.decl) }
 func (l *Live) NamespaceCreated() bool { return l.Owns(l.Namespace(), true) }
 
 // Drift lists what an Apply of c would change.
-func (l *Live) Drift(c Config) []string { return l.Live.Drift(Declare(c)) }
+func (l *Live) Drift(c Config) []string {
+	drift := l.Live.Drift(Declare(c))
+	if c.Monitoring == nil {
+		for _, o := range monitoringDeclaration(c).Objects {
+			if l.Owns(l.Get(o.ID), false) {
+				drift = append(drift, o.String()+" is left over (monitoring is off)")
+			}
+		}
+	}
+	return drift
+}
 
 // Config reconstructs the installation from the cluster, for import and
 // drift: image, replicas, resources and flags from the Deployment, the
@@ -168,6 +194,7 @@ func (l *Live) Config() Config {
 		data, _, _ := unstructured.NestedStringMap(rec.Object, "data")
 		c.readPatternRecords(data)
 	}
+	l.readMonitoring(&c)
 	u := l.deployment()
 	if u == nil {
 		return c

@@ -118,6 +118,9 @@ type Config struct {
 	// the reconciler's ServiceAccount may change only the fields it owns
 	// (needs admissionregistration.k8s.io/v1, Kubernetes 1.30 or later).
 	AdmissionPolicy bool
+	// Monitoring, when set, adds the prometheus-operator objects
+	// (monitoring.go).
+	Monitoring *Monitoring
 	// Resources are the container's requests and limits.
 	install.Resources
 }
@@ -154,6 +157,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("replicas %d: must be at least 1", c.Replicas))
 	}
 	errs = append(errs, c.validatePatterns()...)
+	errs = append(errs, c.validateMonitoring()...)
 	errs = append(errs, c.Resources.Validate()...)
 	return errors.Join(errs...)
 }

@@ -20,15 +20,15 @@ import (
 // Monitoring is the opt-in prometheus-operator part of an installation: a
 // PodMonitor that scrapes every reporter's secured /metrics with the token
 // of a scraper ServiceAccount of its own (allowed get on /metrics, nothing
-// else), and optionally kmshealth's alert rules as a PrometheusRule.
+// else), and optionally kmshealth's KMS alert rules as a PrometheusRule.
 // Written only while the prometheus-operator CRDs are served
 // (MonitoringAvailable); the caller drops it, with a warning, otherwise.
 type Monitoring struct {
 	// Labels go on the PodMonitor and the PrometheusRule, for the
 	// Prometheus' podMonitorSelector and ruleSelector.
 	Labels map[string]string
-	// Rules installs the alert rules (internal/monitoring) as a
-	// PrometheusRule named like the installation.
+	// Rules installs the KMS alert rules (internal/monitoring, group
+	// kmshealth-kms) as a PrometheusRule named like the installation.
 	Rules bool
 }
 
@@ -98,26 +98,8 @@ func monitoringObjects(c Config) ([]install.Object, error) {
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName(c.ScraperClusterRoleName())).
 		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(c.ScraperName()).WithNamespace(c.Namespace))
 	pm := unstructuredObject(monitoringGV.String(), "PodMonitor", c.Namespace, c.ScraperName(), monitorLabels)
-	selector := map[string]any{}
-	for k, v := range c.SelectorLabels() {
-		selector[k] = v
-	}
-	pm.Object["spec"] = map[string]any{
-		"selector":          map[string]any{"matchLabels": selector},
-		"namespaceSelector": map[string]any{"matchNames": []any{c.Namespace}},
-		"podMetricsEndpoints": []any{map[string]any{
-			"port":   metricsPortName,
-			"scheme": "https",
-			// The reporter serves a self-signed certificate; the token,
-			// not the certificate, is what the endpoint checks.
-			"tlsConfig": map[string]any{"insecureSkipVerify": true},
-			"authorization": map[string]any{"type": "Bearer",
-				"credentials": map[string]any{"name": c.ScraperName() + "-token", "key": corev1.ServiceAccountTokenKey}},
-			// The per-node panels and alerts group by node.
-			"relabelings": []any{map[string]any{
-				"sourceLabels": []any{"__meta_kubernetes_pod_node_name"}, "targetLabel": "node", "action": "replace"}},
-		}},
-	}
+	// The per-node panels and alerts group by node.
+	pm.Object["spec"] = monitoring.PodMonitorSpec(c.Namespace, c.SelectorLabels(), metricsPortName, c.ScraperName()+"-token", true)
 	id := func(kind install.Kind, namespace, name string) install.ID {
 		return install.ID{Kind: kind, Namespace: namespace, Name: name}
 	}
@@ -131,12 +113,14 @@ func monitoringObjects(c Config) ([]install.Object, error) {
 	if byName || c.Monitoring.Rules {
 		var rule *unstructured.Unstructured
 		if !byName {
-			groups, err := monitoring.RuleGroups()
+			// The KMS alerts only; kmshealth_reconciler.monitoring
+			// installs the reconciler's.
+			group, err := monitoring.RuleGroup(monitoring.GroupKMS)
 			if err != nil {
 				return nil, err
 			}
 			rule = unstructuredObject(monitoringGV.String(), "PrometheusRule", c.Namespace, c.Name, monitorLabels)
-			rule.Object["spec"] = map[string]any{"groups": groups}
+			rule.Object["spec"] = map[string]any{"groups": []any{group}}
 		}
 		objs = append(objs, install.Object{ID: id(PrometheusRules, c.Namespace, c.Name), Body: body(rule),
 			ForeignHint: "set monitoring.rules = false, or delete that PrometheusRule"})

@@ -83,6 +83,7 @@ resource "kmshealth_reconciler" "this" {
   wait_for_rollout = var.reconciler.wait_for_rollout
   admission_policy = var.reconciler.admission_policy
   field_manager    = var.field_manager
+  monitoring       = var.reconciler.monitoring
 
   ca_bundles = { for r in kmshealth_apiservice_cabundle.this : r.apiservice_name => r.ca_bundle_source }
 
@@ -130,6 +131,7 @@ resource "kmshealth_reporter" "this" {
   install_crd      = var.reporter.install_crd
   wait_for_rollout = var.reporter.wait_for_rollout
   admission_policy = var.reporter.admission_policy
+  monitoring       = var.reporter.monitoring
 
   timeouts {
     create = var.reporter.timeout

@@ -106,6 +106,7 @@ variable "reconciler" {
     - `name` (default `kmshealth-reconciler`): also its leader-election Lease, so two module calls with different names can share a namespace.
     - `image`: null runs the image whose tag is the provider's version (a release build); set it for a mirror, pinned by digest.
     - `replicas` (default 2, one leads), `wait_for_rollout` (default `true`: the apply waits until the pods run and fails with a pod's own reason; set `false` while no node can run them), `admission_policy` (default `true`), `timeout` for create, update and delete (Go duration; default the resource's, 10m).
+    - `monitoring` (default `null`, as on `kmshealth_reconciler`: off): with prometheus-operator installed, a PodMonitor for the reconciler pods, a scraper allowed nothing but `get` on `/metrics`, and with `rules` (default `true`) the reconciler's alerts as a PrometheusRule (caBundle expiring within 30 and 7 days, restore storm, no reconciler leading, reconcile errors); `labels` go on the PodMonitor and the PrometheusRule for your Prometheus' selectors. Without prometheus-operator the plan warns and nothing is written.
   EOT
   type = object({
     namespace        = optional(string, "kube-system")
@@ -116,6 +117,10 @@ variable "reconciler" {
     wait_for_rollout = optional(bool, true)
     admission_policy = optional(bool, true)
     timeout          = optional(string)
+    monitoring = optional(object({
+      labels = optional(map(string))
+      rules  = optional(bool, true)
+    }))
   })
   default = {}
 
@@ -142,6 +147,7 @@ variable "reporter" {
     - `probe_interval` (Go duration, at least 5s, default 30s): a report older than 4 times it is stale, so set `kms_health.max_staleness` to 4 times it.
     - `target`: another object the reports go to (`<group>/<version>/<resource>/<name>`, e.g. an OpenShift operator CR; then `install_crd = false`).
     - `wait_for_rollout` (default `true`), `admission_policy` (default `true`), `timeout` for create, update and delete (Go duration; default the resource's, 2m, which bounds the wait for the CRD to be served and the rollout).
+    - `monitoring` (default `null`: off): as the reconciler's, for the reporter pods (series labelled with the pod's `node`), and with `rules` the KMS health alerts (KMS degraded, a node's report stale, plugins disagreeing on the key). Those read the reconciler's KMS aggregator series, so turn on `reconciler.monitoring` too; each alert is defined once with both on.
   EOT
   type = object({
     namespace        = optional(string, "kube-system")
@@ -156,6 +162,10 @@ variable "reporter" {
     wait_for_rollout = optional(bool, true)
     admission_policy = optional(bool, true)
     timeout          = optional(string)
+    monitoring = optional(object({
+      labels = optional(map(string))
+      rules  = optional(bool, true)
+    }))
   })
   default = null
 

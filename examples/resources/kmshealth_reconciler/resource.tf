@@ -32,6 +32,11 @@ resource "kmshealth_reconciler" "this" {
   # image    = "registry.example.com/mirror/terraform-provider-kmshealth:1.2.3@sha256:<digest>"
   # replicas = 3
 
+  # Optional, with prometheus-operator installed: a PodMonitor for the
+  # reconciler pods, a scraper allowed nothing but GET /metrics, and the
+  # reconciler's alert rules as a PrometheusRule (see the runbooks guide).
+  # monitoring = { labels = { release = "kube-prometheus-stack" } }
+
   # Wait until the pods are available (needs nodes that can run them).
   wait_for_rollout = true
   timeouts {

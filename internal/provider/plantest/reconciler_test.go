@@ -51,6 +51,10 @@ tls_profiles = [{ namespace = "apps", name = "p" }, { namespace = "apps", name =
 			planOnly(`namespace = "ok"
 rbac_proxy_sidecars = [{ target = { kind = "Deployment", namespace = "apps", name = "web" }, image = "quay.io/brancz/kube-rbac-proxy:v0.19.1", args = ["--upstream=http://127.0.0.1:8080/"], pinned_sidecar = "{}" }]`,
 				`(?s)Invalid pinned_sidecar.*rbac_proxy_sidecars\[0\].pinned_sidecar: decode the pinned sidecar.*pinned_sidecar = s.pinned_sidecar`),
+			planOnly(`namespace = "ok"
+monitoring = { labels = { "bad key" = "x" } }`, `(?s)Invalid labels.*monitoring.labels: key "bad key" is not a label key`),
+			planOnly(`namespace = "ok"
+monitoring = { labels = { release = "not ok!" } }`, `(?s)Invalid labels.*monitoring.labels: value "not ok!" of key "release" is not a label value`),
 		},
 	})
 }

@@ -23,6 +23,10 @@ run "only_ca_bundles" {
     condition     = length(kmshealth_apiservice_cabundle.this) == 1 && output.rotation_ready == false
     error_message = "defaults: want the one caBundle and rotation_ready = false"
   }
+  assert {
+    condition     = kmshealth_reconciler.this[0].monitoring == null
+    error_message = "defaults: want no monitoring objects (opt-in, as on the resource), got ${jsonencode(kmshealth_reconciler.this[0].monitoring)}"
+  }
 }
 
 # reporter = {} on a cluster without it: the plan does not fail on the
@@ -64,5 +68,27 @@ run "network_policy_given_is_enabled" {
   assert {
     condition     = kmshealth_rbac_proxy_sidecar.this["Deployment/${var.namespace}/${var.web_deployment}"].network_policy.enabled == true
     error_message = "network_policy given without enabled: want the NetworkPolicy (enabled = true)"
+  }
+}
+
+# Monitoring is opt-in on both parts, as on the resources, and each part's
+# input reaches its resource: the reconciler's PodMonitor and its alert
+# group, the reporter's with the KMS alerts turned off. The test cluster has
+# no prometheus-operator, so the plan warns and does not fail.
+run "monitoring_opt_in" {
+  command = plan
+  variables {
+    apiservices = { (var.apiservice_inline) = { ca_bundle = var.ca_pem } }
+    reconciler  = { monitoring = { labels = { release = "kube-prometheus-stack" } } }
+    reporter    = { image = "registry.example.com/kmshealth:test", monitoring = { rules = false } }
+  }
+
+  assert {
+    condition     = kmshealth_reconciler.this[0].monitoring.rules == true && kmshealth_reconciler.this[0].monitoring.labels.release == "kube-prometheus-stack"
+    error_message = "reconciler.monitoring: want rules = true (the default) and the release label, got ${jsonencode(kmshealth_reconciler.this[0].monitoring)}"
+  }
+  assert {
+    condition     = kmshealth_reporter.this[0].monitoring.rules == false && kmshealth_reporter.this[0].monitoring.labels == null
+    error_message = "reporter.monitoring: want rules = false and no labels, got ${jsonencode(kmshealth_reporter.this[0].monitoring)}"
   }
 }
