@@ -915,6 +915,17 @@ func TestRBACProxySidecar_validateConfig(t *testing.T) {
 	if ep, ok := e.(diag.DiagnosticWithPath); !ok || !ep.Path().Equal(path.Root("listen_port")) || !strings.Contains(e.Detail(), "listen_port: 8080 is also upstream_port") {
 		t.Errorf("listen_port = upstream_port: %v", e)
 	}
+
+	// An image that names no release: the default's flags are assumed,
+	// with a warning at image that names proxy_version.
+	resp = validate(map[string]tftypes.Value{"image": tftypes.NewValue(tftypes.String, "mirror.example.com/kube-rbac-proxy@sha256:"+strings.Repeat("0", 64))})
+	if resp.Diagnostics.HasError() || resp.Diagnostics.WarningsCount() != 1 {
+		t.Fatalf("digest-only image: diagnostics %v, want one warning", resp.Diagnostics)
+	}
+	w = resp.Diagnostics.Warnings()[0]
+	if wp, ok := w.(diag.DiagnosticWithPath); !ok || !wp.Path().Equal(path.Root("image")) || !strings.Contains(w.Detail(), "set proxy_version to the release") {
+		t.Errorf("digest-only image: %v, want a warning at image naming proxy_version", w)
+	}
 }
 
 // TestRBACProxyPath: rbacproxy's field names map to the attributes.

@@ -183,17 +183,6 @@ func (c Config) release() (v Version, from string, stated bool) {
 	return v, "", false
 }
 
-// FlagSet is the flag set c's arguments are checked against: that of
-// c's release (see ProxyVersion), or of DefaultVersion when the image
-// names no release; ok is false when kmshealth knows no flag set of the
-// release.
-func (c Config) FlagSet() (f FlagSet, release Version, ok bool) {
-	c = c.Defaulted()
-	release, _, _ = c.release()
-	f, ok = FlagSetFor(release)
-	return f, release, ok
-}
-
 func (c Config) validateRelease(es *fieldErrors) {
 	if c.ProxyVersion != "" {
 		if _, ok := ParseVersion(c.ProxyVersion); !ok {
@@ -208,7 +197,7 @@ func (c Config) validateRelease(es *fieldErrors) {
 		case "proxyVersion":
 			es.add(fieldPath("proxyVersion"), "kmshealth does not know the flags of kube-rbac-proxy %s; it knows %s: use an image of such a release (the default is %s)", release, knownRanges(), DefaultImage)
 		default:
-			es.add(fieldPath("image"), "%q is kube-rbac-proxy %s by its tag, whose flags kmshealth does not know; it knows %s: use an image of such a release (the default is %s), or, if this image is built from one of them under another tag, set proxy_version to that release", c.Image, release, knownRanges(), DefaultImage)
+			es.add(fieldPath("image"), "%q is kube-rbac-proxy %s by its tag, whose flags kmshealth does not know; it knows %s: use an image of such a release (the default is %s), or, if this image is built from one of them under another tag, set proxyVersion to that release", c.Image, release, knownRanges(), DefaultImage)
 		}
 		return
 	}
@@ -228,6 +217,6 @@ func (c Config) checkArgs(es *fieldErrors, fs FlagSet, release Version) {
 // releaseWarnings: an image that names no release.
 func (c Config) releaseWarnings(ws *fieldErrors) {
 	if _, _, stated := c.release(); !stated && c.ProxyVersion == "" {
-		ws.add(fieldPath("image"), "%q names no kube-rbac-proxy release in its tag, so kmshealth assumes it takes the flags of %s (the default image's): set proxy_version to the release the image is built from, and its arguments are checked against that release's flags", c.Image, DefaultVersion)
+		ws.add(fieldPath("image"), "%q names no kube-rbac-proxy release in its tag, so kmshealth assumes it takes the flags of %s (the default image's): set proxyVersion to the release the image is built from, and its arguments are checked against that release's flags", c.Image, DefaultVersion)
 	}
 }

@@ -76,7 +76,7 @@ func TestValidateRelease(t *testing.T) {
 		{name: "digest only, release stated", image: "mirror.example.com/kube-rbac-proxy@sha256:0123456789abcdef", proxy: "v0.19.1"},
 		{name: "a mirror's own tag, release stated", image: "registry.example.com/ose-kube-rbac-proxy:v4.16", proxy: "v0.22.1"},
 		{name: "a mirror's own tag", image: "registry.example.com/ose-kube-rbac-proxy:v4.16",
-			errField: "image", errParts: []string{"v4.16.0", "v0.19.0 to v0.22.x", "proxy_version"}},
+			errField: "image", errParts: []string{"v4.16.0", "v0.19.0 to v0.22.x", "proxyVersion"}},
 		{name: "older release", image: "quay.io/brancz/kube-rbac-proxy:v0.18.2",
 			errField: "image", errParts: []string{"kube-rbac-proxy v0.18.2", "does not know", DefaultImage}},
 		{name: "newer release", image: "quay.io/brancz/kube-rbac-proxy:v0.23.0",
@@ -96,7 +96,7 @@ func TestValidateRelease(t *testing.T) {
 			case tc.errField != "" && !has(es, tc.errField, tc.errParts...):
 				t.Errorf("got %v, want an error at %s saying %q", es, tc.errField, tc.errParts)
 			}
-			warned := has(c.Warnings(), "image", "names no kube-rbac-proxy release", "proxy_version")
+			warned := has(c.Warnings(), "image", "names no kube-rbac-proxy release", "proxyVersion")
 			if warned != tc.warnImage {
 				t.Errorf("warning at image: %t, want %t (%v)", warned, tc.warnImage, c.Warnings())
 			}
