@@ -10,8 +10,9 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// The proxy's config file, in the shape kube-rbac-proxy v0.19.0 to v0.22.1 read: the
-// JSON names below are its keys (it decodes YAML through encoding/json).
+// The proxy's config file, in the shape kube-rbac-proxy v0.19.0 to v0.22.1
+// read (pkg/ is the same in both): the JSON names below are its keys (it
+// decodes YAML through encoding/json).
 type proxyConfigFile struct {
 	// Always present, even empty: a file without it makes the proxy
 	// dereference a nil config and panic at startup.
