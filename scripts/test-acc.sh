@@ -37,9 +37,11 @@ fi
 cli=${1:?usage: $0 terraform|terraform-latest|tofu [...]}
 bin=$(bash tools/install.sh "$cli")
 KMSHEALTH_KUBE_TESTSERVER=$(bash tools/install.sh kube-testserver)
-# The real kube-rbac-proxy the rbac proxy sidecar's end-to-end test runs.
+# The real kube-rbac-proxy the rbac proxy sidecar's end-to-end test runs:
+# the default image's release, and v0.19.1, the oldest whose flags it knows.
 KMSHEALTH_KUBE_RBAC_PROXY=$(bash tools/install.sh kube-rbac-proxy)
-export KMSHEALTH_KUBE_TESTSERVER KMSHEALTH_KUBE_RBAC_PROXY
+KMSHEALTH_KUBE_RBAC_PROXY_V019=$(bash tools/install.sh kube-rbac-proxy-v0.19)
+export KMSHEALTH_KUBE_TESTSERVER KMSHEALTH_KUBE_RBAC_PROXY KMSHEALTH_KUBE_RBAC_PROXY_V019
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 : >"$tmp/empty.tfrc"

@@ -3,7 +3,7 @@
 # checkout, keyed by version, and prints the binary's path. A warm cache costs
 # nothing: the build is skipped when the binary is already there.
 #
-#   tools/install.sh kube-testserver|terraform|terraform-latest|tofu|kube-rbac-proxy|tfplugindocs|terraform-docs|golangci-lint|goreleaser|promtool
+#   tools/install.sh kube-testserver|terraform|terraform-latest|tofu|kube-rbac-proxy|kube-rbac-proxy-v0.19|tfplugindocs|terraform-docs|golangci-lint|goreleaser|promtool
 #   tools/install.sh node-packages   (root, Debian/Ubuntu: the node's containerd, runc, CNI plugins,
 #                                     installed without starting or enabling a host service)
 set -euo pipefail
@@ -13,7 +13,11 @@ TERRAFORM_VERSION=v1.5.7
 # The newest Terraform 1.x the module proxy serves (v1.16.5 and v1.17 are not).
 TERRAFORM_LATEST_VERSION=v1.16.4
 TOFU_VERSION=v1.12.6
-KUBE_RBAC_PROXY_VERSION=v0.19.1 # = the require in tools/kube-rbac-proxy/go.mod and rbacproxy.DefaultImage
+# The sidecar's default (= the require in tools/kube-rbac-proxy/go.mod and
+# rbacproxy.DefaultImage), and the oldest release whose flag set the sidecar
+# still speaks (= tools/kube-rbac-proxy-v0.19/go.mod), kept to prove it works.
+KUBE_RBAC_PROXY_VERSION=v0.22.1
+KUBE_RBAC_PROXY_V019_VERSION=v0.19.1
 TFPLUGINDOCS_VERSION=v0.24.0
 TERRAFORM_DOCS_VERSION=v0.20.0 # = the require in tools/terraform-docs/go.mod
 GOLANGCI_LINT_VERSION=v2.15.0
@@ -91,14 +95,19 @@ tofu)
   build tofu "$TOFU_VERSION" "-$(wrapper_digest tofu)" \
     bash -c 'cd "$0/tofu" && go build -trimpath -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" -o "$1" github.com/opentofu/opentofu/cmd/tofu' "$here"
   ;;
-kube-rbac-proxy)
-  # Wrapper module, because of kube-rbac-proxy's go-jose replace directive
-  # (go install pkg@version refuses modules with replaces). Static, so the
-  # project's image tool can package the same binary as the sidecar image.
-  ld="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_RBAC_PROXY_VERSION"
+kube-rbac-proxy | kube-rbac-proxy-v0.19)
+  # One wrapper module per release line (tools/kube-rbac-proxy for the
+  # default, tools/kube-rbac-proxy-v0.19 for the oldest supported flag set),
+  # each cached by its own version: v0.19.1 needs the wrapper for its go-jose
+  # replace directive (go install pkg@version refuses modules with replaces),
+  # v0.22.1 has none but keeps the same shape. Static, so the project's image
+  # tool can package the same binary as the sidecar image.
+  version=$KUBE_RBAC_PROXY_VERSION
+  [ "$1" = kube-rbac-proxy ] || version=$KUBE_RBAC_PROXY_V019_VERSION
+  ld="-s -w -X k8s.io/component-base/version.gitVersion=$version"
   ld="$ld -X k8s.io/component-base/version/verflag.programName=kube-rbac-proxy"
-  build kube-rbac-proxy "$KUBE_RBAC_PROXY_VERSION" "-$(wrapper_digest kube-rbac-proxy)" \
-    bash -c 'cd "$0/kube-rbac-proxy" && CGO_ENABLED=0 go build -trimpath -ldflags "$1" -o "$2" github.com/brancz/kube-rbac-proxy/cmd/kube-rbac-proxy' "$here" "$ld"
+  build kube-rbac-proxy "$version" "-$(wrapper_digest "$1")" \
+    bash -c 'cd "$0/$1" && CGO_ENABLED=0 go build -trimpath -ldflags "$2" -o "$3" github.com/brancz/kube-rbac-proxy/cmd/kube-rbac-proxy' "$here" "$1" "$ld"
   ;;
 tfplugindocs)
   build tfplugindocs "$TFPLUGINDOCS_VERSION" "" \

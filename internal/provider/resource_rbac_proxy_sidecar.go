@@ -52,6 +52,7 @@ type rbacProxyModel struct {
 	ListenPort         types.Int64              `tfsdk:"listen_port"`
 	HealthPort         types.Int64              `tfsdk:"health_port"`
 	Image              types.String             `tfsdk:"image"`
+	ProxyVersion       types.String             `tfsdk:"proxy_version"`
 	Resources          *rbacProxyResourcesModel `tfsdk:"resources"`
 	Authorization      *rbacProxyAuthzModel     `tfsdk:"authorization"`
 	IgnorePaths        types.List               `tfsdk:"ignore_paths"`
@@ -188,7 +189,14 @@ func (r *rbacProxyResource) Schema(ctx context.Context, _ resource.SchemaRequest
 					"and readiness probes call. Default `%d`. Unused with `insecure_listen`.", rbacproxy.HealthPath, rbacproxy.DefaultHealthPort)},
 			"image": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(rbacproxy.DefaultImage),
 				MarkdownDescription: "kube-rbac-proxy image of the sidecar. Default `" + rbacproxy.DefaultImage + "`, the release kmshealth's end-to-end " +
-					"tests run. Set it to pull from a mirror; pin it by digest (`name@sha256:…`) so the pods cannot silently run other code."},
+					"tests run. Set it to pull from a mirror; pin it by digest (`name:" + rbacproxy.DefaultVersion + "@sha256:…`) so the pods cannot silently run " +
+					"other code. Its tag names the release whose flags the arguments are checked against at plan time (see `proxy_version`): a release " +
+					"kmshealth knows no flag set of is refused."},
+			"proxy_version": schema.StringAttribute{Optional: true,
+				MarkdownDescription: "The kube-rbac-proxy release `image` is built from, e.g. `" + rbacproxy.DefaultVersion + "`, when its tag does not say it " +
+					"(a digest only, or a mirror's own tags). Default: the release in the image's tag; an image whose tag names none is assumed to take " +
+					"the flags of `" + rbacproxy.DefaultVersion + "`, with a warning. The sidecar's arguments must all be flags of that release, or the plan " +
+					"fails naming the attribute that needs the flag."},
 			"ignore_paths": schema.ListAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "Request paths served **without** authentication or authorization (`--ignore-paths`), as `path.Match` patterns " +
 					"starting with `/`, e.g. `[\"/healthz\"]`. Identity headers a caller sends on these paths reach the upstream unchecked. " +
@@ -204,7 +212,8 @@ func (r *rbacProxyResource) Schema(ctx context.Context, _ resource.SchemaRequest
 				MarkdownDescription: "The TLS settings of the listener, as a `kmshealth_tls_profile_configmap` resolves them: pass the resource itself " +
 					"(`tls_profile = kmshealth_tls_profile_configmap.cluster`) or an object with `min_tls_version` (`--tls-min-version`, default " +
 					"`" + rbacproxy.DefaultTLSMinVersion + "`) and `cipher_suites` (IANA names, `--tls-cipher-suites`; empty for Go's defaults). " +
-					"A profile change changes the sidecar's arguments and so rolls the pods.",
+					"A profile change changes the sidecar's arguments and so rolls the pods. A profile's key-exchange groups are not passed: no " +
+					"kube-rbac-proxy release has a flag for them, and the listener offers the defaults of the Go release the proxy was built with.",
 				Attributes: map[string]schema.Attribute{
 					"min_tls_version": optionalString("`VersionTLS10` to `VersionTLS13`."),
 					"cipher_suites": schema.ListAttribute{Optional: true, ElementType: types.StringType,
@@ -742,6 +751,9 @@ func (m *rbacProxyModel) config(ctx context.Context, diags *diag.Diagnostics) (r
 	if mark("image", m.Image) {
 		c.Image = m.Image.ValueString()
 	}
+	if mark("proxyVersion", m.ProxyVersion) {
+		c.ProxyVersion = m.ProxyVersion.ValueString()
+	}
 	if r := m.Resources; r != nil && mark("resources", r.Requests, r.Limits) {
 		diags.Append(r.Requests.ElementsAs(ctx, &c.Resources.Requests, true)...)
 		diags.Append(r.Limits.ElementsAs(ctx, &c.Resources.Limits, true)...)
@@ -852,6 +864,7 @@ func (m *rbacProxyModel) fromConfig(ctx context.Context, c rbacproxy.Config, dia
 	m.ListenPort = types.Int64Value(int64(c.ListenPort))
 	m.HealthPort = types.Int64Value(int64(c.HealthPort))
 	m.Image = types.StringValue(c.Image)
+	m.ProxyVersion = optionalStringValue(c.ProxyVersion)
 	m.Resources = nil
 	if c.Resources.Requests != nil || c.Resources.Limits != nil {
 		m.Resources = &rbacProxyResourcesModel{Requests: stringMapOrNull(ctx, c.Resources.Requests, diags), Limits: stringMapOrNull(ctx, c.Resources.Limits, diags)}
@@ -937,6 +950,7 @@ var rbacProxyWords = strings.NewReplacer(
 	"tls.cipherSuites", "tls_profile.cipher_suites",
 	"minVersion", "min_tls_version",
 	"insecureListen", "insecure_listen",
+	"proxyVersion", "proxy_version",
 	"serviceAccountName", "service_account_name",
 	"serviceName", "service_name",
 	"upstreamPort", "upstream_port",

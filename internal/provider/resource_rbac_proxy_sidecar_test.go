@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -559,23 +560,55 @@ func nameKey(name string) string {
 }
 
 // TestAccRBACProxySidecar_realProxy is the proof that the rendered config
-// means what the user wrote: kube-rbac-proxy v0.19.1 (the binary
-// $KMSHEALTH_KUBE_RBAC_PROXY, built by tools/install.sh kube-rbac-proxy)
-// runs as a local process with exactly the arguments and the config file
-// the resource applied, read back from the Deployment and the ConfigMap on
-// the test API server (only the file paths and the listen host are
-// substituted), with a token of the workload's ServiceAccount, which only
-// the resource's binding lets create TokenReviews and SubjectAccessReviews.
-// In front of a local upstream: a caller whose RBAC allows the configured
-// resource attributes gets 200, one allowed the same resource in another
-// API group or another verb gets 403, one without access 403, no token
-// 401, an ignored path passes without a token, and a TLS 1.2 client is
-// refused by the Modern profile passed in as tls_profile.
+// means what the user wrote: the real kube-rbac-proxy runs as a local
+// process with exactly the arguments and the config file the resource
+// applied, read back from the Deployment and the ConfigMap on the test API
+// server (only the file paths and the listen host are substituted), with a
+// token of the workload's ServiceAccount, which only the resource's binding
+// lets create TokenReviews and SubjectAccessReviews. In front of a local
+// upstream: a caller whose RBAC allows the configured resource attributes
+// gets 200, one allowed the same resource in another API group or another
+// verb gets 403, one without access 403, no token 401, an ignored path
+// passes without a token, and a TLS 1.2 client is refused by the Modern
+// profile passed in as tls_profile. Twice: the default image's release
+// (rbacproxy.DefaultVersion, the binary $KMSHEALTH_KUBE_RBAC_PROXY from
+// tools/install.sh kube-rbac-proxy), and the oldest release whose flag set
+// kmshealth knows, v0.19.1 (image tag v0.19.1, the binary
+// $KMSHEALTH_KUBE_RBAC_PROXY_V019 from tools/install.sh
+// kube-rbac-proxy-v0.19), so the flags checked for it are the flags it
+// really takes.
 func TestAccRBACProxySidecar_realProxy(t *testing.T) {
 	t.Parallel()
-	bin := os.Getenv("KMSHEALTH_KUBE_RBAC_PROXY")
-	if bin == "" {
-		t.Fatal("KMSHEALTH_KUBE_RBAC_PROXY is not set: export KMSHEALTH_KUBE_RBAC_PROXY=$(bash tools/install.sh kube-rbac-proxy) (scripts/test-acc.sh does)")
+	for _, tc := range []struct {
+		name, binEnv, tool, image, release string
+	}{
+		{"default", "KMSHEALTH_KUBE_RBAC_PROXY", "kube-rbac-proxy", "", rbacproxy.DefaultVersion},
+		{"v0-19-1", "KMSHEALTH_KUBE_RBAC_PROXY_V019", "kube-rbac-proxy-v0.19", "quay.io/brancz/kube-rbac-proxy:v0.19.1", "v0.19.1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			bin := os.Getenv(tc.binEnv)
+			if bin == "" {
+				t.Fatalf("%s is not set: export %[1]s=$(bash tools/install.sh %s) (scripts/test-acc.sh does)", tc.binEnv, tc.tool)
+			}
+			// The binary is the release under test (tools/install.sh links
+			// its version in).
+			out, err := exec.Command(bin, "--version").CombinedOutput()
+			if err != nil || !strings.Contains(string(out), tc.release) {
+				t.Fatalf("%s --version: %q, %v; want release %s", bin, out, err, tc.release)
+			}
+			testRealProxy(t, bin, tc.image)
+		})
+	}
+}
+
+// testRealProxy applies the sidecar with image (empty: the default) and
+// runs bin as it was applied.
+func testRealProxy(t *testing.T, bin, image string) {
+	t.Helper()
+	imageLine := ""
+	if image != "" {
+		imageLine = fmt.Sprintf("image = %q", image)
 	}
 	ns := uniqueName(t)
 	mustCreateNamespace(t, ns)
@@ -611,6 +644,7 @@ resource "kmshealth_rbac_proxy_sidecar" "test" {
   health_port   = %[4]d
   ignore_paths  = ["/public/*"]
   tls_profile   = kmshealth_tls_profile_configmap.profile
+  %[5]s
   authorization {
     resource_attributes {
       namespace   = %[1]q
@@ -621,13 +655,18 @@ resource "kmshealth_rbac_proxy_sidecar" "test" {
     }
   }
 }
-`, ns, upstream.port, listen, health)
+`, ns, upstream.port, listen, health, imageLine)
+	wantImage := image
+	if wantImage == "" {
+		wantImage = rbacproxy.DefaultImage
+	}
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6,
 		CheckDestroy:             checkSidecarGone(rbacproxy.KindDeployment, ns, "web", "web-sa"),
 		Steps: []resource.TestStep{{
 			Config: config,
 			Check: resource.ComposeAggregateTestCheckFunc(
+				resource.TestCheckResourceAttr(proxyAddr, "image", wantImage),
 				resource.TestCheckTypeSetElemAttr(proxyAddr, "args.*", "--tls-min-version=VersionTLS13"),
 				checkSidecarLive(rbacproxy.KindDeployment, ns, "web", "web-sa", false, false),
 				func(*terraform.State) error { return runProxyAsApplied(t, bin, ns, "web", upstream, callers) },
@@ -875,6 +914,17 @@ func TestRBACProxySidecar_validateConfig(t *testing.T) {
 	e := resp.Diagnostics.Errors()[0]
 	if ep, ok := e.(diag.DiagnosticWithPath); !ok || !ep.Path().Equal(path.Root("listen_port")) || !strings.Contains(e.Detail(), "listen_port: 8080 is also upstream_port") {
 		t.Errorf("listen_port = upstream_port: %v", e)
+	}
+
+	// An image that names no release: the default's flags are assumed,
+	// with a warning at image that names proxy_version.
+	resp = validate(map[string]tftypes.Value{"image": tftypes.NewValue(tftypes.String, "mirror.example.com/kube-rbac-proxy@sha256:"+strings.Repeat("0", 64))})
+	if resp.Diagnostics.HasError() || resp.Diagnostics.WarningsCount() != 1 {
+		t.Fatalf("digest-only image: diagnostics %v, want one warning", resp.Diagnostics)
+	}
+	w = resp.Diagnostics.Warnings()[0]
+	if wp, ok := w.(diag.DiagnosticWithPath); !ok || !wp.Path().Equal(path.Root("image")) || !strings.Contains(w.Detail(), "set proxy_version to the release") {
+		t.Errorf("digest-only image: %v, want a warning at image naming proxy_version", w)
 	}
 }
 

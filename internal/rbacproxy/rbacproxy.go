@@ -29,8 +29,9 @@ const (
 	FieldManager = kube.FieldManager
 
 	// DefaultImage is the kube-rbac-proxy release the end-to-end tests build
-	// (tools/kube-rbac-proxy) and run, so the default is the tested one.
-	DefaultImage = "quay.io/brancz/kube-rbac-proxy:v0.19.1"
+	// (tools/kube-rbac-proxy) and run, so the default is the tested one;
+	// its release is DefaultVersion.
+	DefaultImage = "quay.io/brancz/kube-rbac-proxy:" + DefaultVersion
 	// DefaultListenPort is where the proxy serves the protected API.
 	DefaultListenPort int32 = 8443
 	// DefaultHealthPort serves the proxy's own /healthz over HTTPS
@@ -123,10 +124,15 @@ type Config struct {
 	Target Target `json:"target"`
 	// UpstreamPort is the port in the pod the proxy fronts, proxied as
 	// http://127.0.0.1:<port>/; the upstream should listen on loopback only.
-	UpstreamPort int32     `json:"upstreamPort"`
-	ListenPort   int32     `json:"listenPort,omitempty"` // default DefaultListenPort
-	HealthPort   int32     `json:"healthPort,omitempty"` // default DefaultHealthPort
-	Image        string    `json:"image,omitempty"`      // default DefaultImage
+	UpstreamPort int32  `json:"upstreamPort"`
+	ListenPort   int32  `json:"listenPort,omitempty"` // default DefaultListenPort
+	HealthPort   int32  `json:"healthPort,omitempty"` // default DefaultHealthPort
+	Image        string `json:"image,omitempty"`      // default DefaultImage
+	// ProxyVersion is the kube-rbac-proxy release the image is built from,
+	// for an image whose tag does not say it (a digest only, a mirror's
+	// own tags); empty means the tag's release. Its flag set (FlagSets)
+	// is what the arguments are checked against.
+	ProxyVersion string    `json:"proxyVersion,omitempty"`
 	Resources    Resources `json:"resources,omitzero"`
 
 	Authorization Authorization `json:"authorization,omitzero"`

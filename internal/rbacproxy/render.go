@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 )
 
-// The proxy's config file, in kube-rbac-proxy v0.19.1's own shape: the
-// JSON names below are its keys (it decodes YAML through encoding/json).
+// The proxy's config file, in the shape kube-rbac-proxy v0.19.0 to v0.22.1
+// read (pkg/ is the same in both): the JSON names below are its keys (it
+// decodes YAML through encoding/json).
 type proxyConfigFile struct {
 	// Always present, even empty: a file without it makes the proxy
 	// dereference a nil config and panic at startup.
@@ -83,36 +85,54 @@ func (c Config) ConfigHash() (string, error) {
 
 // Args are the sidecar's arguments, in a fixed order.
 func (c Config) Args() []string {
-	c = c.Defaulted()
-	var args []string
+	var out []string
+	for _, a := range c.Defaulted().args() {
+		out = append(out, "--"+a.flag+"="+a.value)
+	}
+	return out
+}
+
+// arg is one argument of the sidecar and the Config field it comes from
+// (the field a flag its release does not take is reported at).
+type arg struct{ flag, value, field string }
+
+// args are Args with their fields; c is defaulted.
+func (c Config) args() []arg {
+	var args []arg
 	if c.InsecureListen {
-		args = append(args, fmt.Sprintf("--insecure-listen-address=0.0.0.0:%d", c.ListenPort))
+		args = append(args, arg{"insecure-listen-address", fmt.Sprintf("0.0.0.0:%d", c.ListenPort), "insecureListen"})
 	} else {
 		args = append(args,
-			fmt.Sprintf("--secure-listen-address=0.0.0.0:%d", c.ListenPort),
+			arg{"secure-listen-address", fmt.Sprintf("0.0.0.0:%d", c.ListenPort), "listenPort"},
 			// Serves /healthz on the secure address's host: 0.0.0.0, so
 			// kubelet reaches it.
-			fmt.Sprintf("--proxy-endpoints-port=%d", c.HealthPort))
+			arg{"proxy-endpoints-port", fmt.Sprint(c.HealthPort), "healthPort"})
 	}
 	args = append(args,
-		fmt.Sprintf("--upstream=http://127.0.0.1:%d/", c.UpstreamPort),
-		"--config-file="+ConfigFilePath)
+		arg{"upstream", fmt.Sprintf("http://127.0.0.1:%d/", c.UpstreamPort), "upstreamPort"},
+		arg{"config-file", ConfigFilePath, "authorization"})
 	if !c.InsecureListen {
 		if c.TLS.SecretName != "" {
 			args = append(args,
-				"--tls-cert-file="+TLSDir+"/"+TLSCertKey,
-				"--tls-private-key-file="+TLSDir+"/"+TLSPrivateKeyKey)
+				arg{"tls-cert-file", TLSDir + "/" + TLSCertKey, "tls.secretName"},
+				arg{"tls-private-key-file", TLSDir + "/" + TLSPrivateKeyKey, "tls.secretName"})
 		}
-		args = append(args, "--tls-min-version="+c.TLS.MinVersion)
+		args = append(args, arg{"tls-min-version", c.TLS.MinVersion, "tls.minVersion"})
 		if len(c.TLS.CipherSuites) > 0 {
-			args = append(args, "--tls-cipher-suites="+strings.Join(c.TLS.CipherSuites, ","))
+			args = append(args, arg{"tls-cipher-suites", strings.Join(c.TLS.CipherSuites, ","), "tls.cipherSuites"})
 		}
 	}
 	if len(c.IgnorePaths) > 0 {
-		args = append(args, "--ignore-paths="+strings.Join(c.IgnorePaths, ","))
+		args = append(args, arg{"ignore-paths", strings.Join(c.IgnorePaths, ","), "ignorePaths"})
 	}
 	if len(c.AllowPaths) > 0 {
-		args = append(args, "--allow-paths="+strings.Join(c.AllowPaths, ","))
+		args = append(args, arg{"allow-paths", strings.Join(c.AllowPaths, ","), "allowPaths"})
 	}
-	return append(args, fmt.Sprintf("--v=%d", LogVerbosity))
+	return append(args, arg{"v", fmt.Sprint(LogVerbosity), "image"})
+}
+
+// fieldPath is the field.Path of a dotted Config field name.
+func fieldPath(name string) *field.Path {
+	parts := strings.Split(name, ".")
+	return field.NewPath(parts[0], parts[1:]...)
 }

@@ -68,6 +68,7 @@ func (c Config) Validate() error {
 	if c.Image == "" || strings.ContainsFunc(c.Image, unicode.IsSpace) {
 		es.add(field.NewPath("image"), "%q is not an image reference: give one like %s, or leave it empty for that default", c.Image, DefaultImage)
 	}
+	c.validateRelease(&es)
 	validateResources(&es, c.Resources)
 	c.Authorization.validate(&es)
 	validatePaths(&es, c.IgnorePaths, c.AllowPaths)
@@ -361,8 +362,9 @@ func validateSelector(es *fieldErrors, p *field.Path, sel *metav1.LabelSelector)
 func (c Config) Warnings() field.ErrorList {
 	c = c.Defaulted()
 	var ws fieldErrors
+	c.releaseWarnings(&ws)
 	if c.InsecureListen {
-		ws.add(field.NewPath("insecureListen"), "serves plain HTTP: --insecure-listen-address is deprecated upstream and will be removed; bearer tokens cross the network in clear text; identity headers (x-remote-user and the like) can be forged on ignored paths, which skip authentication; there is no health endpoint, so probes fall back to a TCP check. Prefer HTTPS (tls.secretName, or the self-signed default)")
+		ws.add(field.NewPath("insecureListen"), "serves plain HTTP: --insecure-listen-address is deprecated upstream (kube-rbac-proxy's unreleased sig-auth-acceptance line removes it); bearer tokens cross the network in clear text; identity headers (x-remote-user and the like) can be forged on ignored paths, which skip authentication; there is no health endpoint, so probes fall back to a TCP check. Prefer HTTPS (tls.secretName, or the self-signed default)")
 	}
 	if !c.InsecureListen {
 		cat := ciphers.NewCatalog()

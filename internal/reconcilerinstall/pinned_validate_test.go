@@ -14,7 +14,7 @@ func TestValidatePinnedSidecar(t *testing.T) {
 	cfg := rbacproxy.Config{Target: rbacproxy.Target{Kind: rbacproxy.KindDeployment, Namespace: "apps", Name: "web"},
 		UpstreamPort: 8080, ServiceAccountName: "default"}
 	other := cfg
-	other.Image = "quay.io/brancz/kube-rbac-proxy:v0.18.0"
+	other.Image = "quay.io/brancz/kube-rbac-proxy:v0.19.1"
 	otherPinned, err := other.EncodePinned()
 	if err != nil {
 		t.Fatal(err)

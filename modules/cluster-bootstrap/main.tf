@@ -217,6 +217,7 @@ resource "kmshealth_rbac_proxy_sidecar" "this" {
   listen_port     = each.value.listen_port
   health_port     = each.value.health_port
   image           = each.value.image
+  proxy_version   = each.value.proxy_version
   allow_paths     = each.value.allow_paths
   ignore_paths    = each.value.ignore_paths
   tls_secret_name = each.value.tls_secret_name

@@ -292,7 +292,7 @@ variable "rbac_proxy_sidecars" {
     - `authorization`: `resource_attributes` (`namespace`, `api_group` — empty for the core group —, `api_version`, `resource`, `subresource`, `name`) a caller's RBAC must allow, and `rewrites` (`by_query_parameter` or `by_http_header`) for `{{ .Value }}` in them; none: a non-resource check of the request path;
     - `allow_paths` (only these are served) or `ignore_paths` (served without any check);
     - `tls_secret_name`: a `kubernetes.io/tls` Secret whose certificate the proxy serves (default: self-signed); `tls_profile`: the key of an entry of `tls_profiles` whose minimum TLS version and cipher suites the listener takes;
-    - `service_name` (an existing Service that gets the proxy's port), `network_policy` (`enabled`, `from_namespace_selector`, `from_pod_selector`: `{ match_labels = {...} }`), `resources` (`requests`, `limits`), `image`, `wait_for_rollout` (default `false`), `insecure_listen` (plain HTTP, warned about), `timeout` for create, update and delete (Go duration; default the resource's, 10m).
+    - `service_name` (an existing Service that gets the proxy's port), `network_policy` (`enabled`, `from_namespace_selector`, `from_pod_selector`: `{ match_labels = {...} }`), `resources` (`requests`, `limits`), `image` (default kube-rbac-proxy v0.22.1) and `proxy_version` (the kube-rbac-proxy release an image whose tag does not name one is built from; its flags are what the arguments are checked against), `wait_for_rollout` (default `false`), `insecure_listen` (plain HTTP, warned about), `timeout` for create, update and delete (Go duration; default the resource's, 10m).
     - `network_policy.enabled` defaults to `true` here, unlike the resource's `false`: the resource has the block whether or not a policy is wanted, whereas here giving `network_policy` at all is asking for one. Set `enabled = false` to remove it and keep the selectors written down.
   EOT
   type = list(object({
@@ -303,6 +303,7 @@ variable "rbac_proxy_sidecars" {
     listen_port   = optional(number)
     health_port   = optional(number)
     image         = optional(string)
+    proxy_version = optional(string)
     authorization = optional(object({
       resource_attributes = optional(object({
         namespace   = optional(string)

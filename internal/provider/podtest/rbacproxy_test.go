@@ -59,8 +59,9 @@ func upstreamDeployment(ns, name, sa string) *appsv1.Deployment {
 }
 
 // TestAccPod_rbacProxy: kmshealth_rbac_proxy_sidecar injects kube-rbac-proxy
-// v0.19.1 — the binary tools/install.sh builds, packaged by the test bed
-// under the resource's default image name — as a native sidecar in front
+// rbacproxy.DefaultVersion (v0.22.1) — the binary tools/install.sh
+// kube-rbac-proxy builds, packaged by the test bed under the resource's
+// default image name — as a native sidecar in front
 // of a workload listening on 127.0.0.1 only. Called at the pod's IP from
 // outside the pod: a caller whose RBAC allows the configured resource
 // attributes gets 200 and the upstream's answer, one allowed something
