@@ -1,4 +1,4 @@
-//go:build !incluster
+//go:build !incluster && !reportonly
 
 package main
 
