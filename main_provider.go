@@ -23,6 +23,7 @@ const serveHint = "run without arguments to serve the provider"
 func serveProvider() int {
 	debug := flag.Bool("debug", false, "serve for a debugger (prints TF_REATTACH_PROVIDERS)")
 	flag.Parse()
+	defer startProfile()()
 	err := providerserver.Serve(context.Background(), provider.New(version), providerserver.ServeOpts{
 		Address: address,
 		Debug:   *debug,
