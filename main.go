@@ -4,14 +4,16 @@
 //
 // Built with the tag incluster (as `make image` builds it for the in-cluster
 // image), the same source leaves the provider server out: the binary keeps
-// its version and its modes, and refuses to serve the provider.
+// its version and its modes, and refuses to serve the provider. Built with
+// the tag reportonly (the image's second binary, which the reporter
+// DaemonSet runs), it also leaves the reconciler out and serves the report
+// mode alone: a node agent then maps a third of the code.
 package main
 
 import (
 	"fmt"
 	"os"
 
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconciler"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reporter"
 )
 
@@ -35,7 +37,7 @@ func runMode(mode string, args []string) int {
 		fmt.Println(version)
 		return 0
 	case "reconcile":
-		return reconciler.Main(version, args)
+		return reconcile(args)
 	case "report":
 		return reporter.Main(version, args)
 	default:

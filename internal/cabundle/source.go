@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -88,6 +89,26 @@ func ReadSource(ctx context.Context, core kubernetes.Interface, s Source) ([]byt
 		return nil, s.Validate()
 	}
 	return keyOf(s, data)
+}
+
+// ReadSourceAhead starts ReadSource now, beside whatever the caller reads
+// next, and returns a function that waits for its result (the same result
+// on every call). A refresh that needs both the kept object and its source
+// (an inline bundle's ConfigMap) then costs one round trip, not two.
+func ReadSourceAhead(ctx context.Context, core kubernetes.Interface, s Source) func() ([]byte, error) {
+	type result struct {
+		bundle []byte
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		b, err := ReadSource(ctx, core, s)
+		done <- result{b, err}
+	}()
+	return sync.OnceValues(func() ([]byte, error) {
+		r := <-done
+		return r.bundle, r.err
+	})
 }
 
 // ConfigMapData merges a ConfigMap's data and binaryData.

@@ -1,6 +1,9 @@
-// Package image builds the OCI image of the in-cluster binary (the modes
-// reconcile and report of the provider's own binary) without Docker: one
-// layer holding the static binary, run as a non-root user, labelled with the
+// Package image builds the OCI image of the in-cluster binaries (the modes
+// reconcile and report of the provider's own main package) without Docker:
+// one layer holding two static builds of the same source and version — the
+// in-cluster binary (-tags incluster: both modes, no provider server) and
+// the reporter's (-tags reportonly: the report mode alone, a third of the
+// size, so a node agent maps a third of the memory) — run as a non-root user, labelled with the
 // source, version and revision it was built from. Everything that goes into
 // the image comes from Metadata and the binary's bytes — file times are the
 // commit time, never the clock — so the same commit gives the same digest.
@@ -33,6 +36,11 @@ const (
 	// Entrypoint is the binary's path in the image: the container's command
 	// is the mode (reconcile or report) and its flags.
 	Entrypoint = "/" + BinaryName
+	// ReporterBinaryName is the reporter's build of the same source and
+	// version (-tags reportonly), beside BinaryName: the reporter DaemonSet
+	// runs it as its command (reporterinstall.Command), so the node agent
+	// does not map the reconciler.
+	ReporterBinaryName = BinaryName + "-report"
 	// User runs the binary: a numeric non-root user and group, so the image
 	// needs no /etc/passwd and `runAsNonRoot` can check it.
 	User = "65532:65532"
@@ -105,11 +113,12 @@ func (m Metadata) Labels() map[string]string {
 // created is Created as stored: UTC, whole seconds (what a tar header keeps).
 func (m Metadata) created() time.Time { return m.Created.UTC().Truncate(time.Second) }
 
-// Image builds the image of binary, a static linux binary for arch (a
-// GOARCH): one layer holding the binary at Entrypoint, owned by root with
-// mode 0755, run as User from the working directory /, with OCI media types
-// and m's labels. The same inputs always give the same digest.
-func Image(m Metadata, arch string, binary []byte) (v1.Image, error) {
+// Image builds the image of binary and reporter, static linux binaries for
+// arch (a GOARCH): one layer holding the binary at Entrypoint and the
+// reporter's build at /ReporterBinaryName, owned by root with mode 0755,
+// run as User from the working directory /, with OCI media types and m's
+// labels. The same inputs always give the same digest.
+func Image(m Metadata, arch string, binary, reporter []byte) (v1.Image, error) {
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("image metadata: %w", err)
 	}
@@ -119,7 +128,10 @@ func Image(m Metadata, arch string, binary []byte) (v1.Image, error) {
 	if len(binary) == 0 {
 		return nil, errors.New("binary is empty: build the in-cluster binary first (CGO_ENABLED=0 go build -tags incluster)")
 	}
-	layerTar, err := LayerTar(binary, m.Created)
+	if len(reporter) == 0 {
+		return nil, errors.New("reporter binary is empty: build the reporter's binary first (CGO_ENABLED=0 go build -tags reportonly,grpcnotrace)")
+	}
+	layerTar, err := LayerTar(binary, reporter, m.Created)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +171,7 @@ func Image(m Metadata, arch string, binary []byte) (v1.Image, error) {
 		MediaType: types.OCILayer,
 		History: v1.History{
 			Created:   created,
-			CreatedBy: fmt.Sprintf("make image: %s %s for %s/%s (go build -tags incluster)", BinaryName, m.Version, OS, arch),
+			CreatedBy: fmt.Sprintf("make image: %s %s for %s/%s (go build -tags incluster; %s: -tags reportonly)", BinaryName, m.Version, OS, arch, ReporterBinaryName),
 		},
 	})
 	if err != nil {
@@ -168,26 +180,32 @@ func Image(m Metadata, arch string, binary []byte) (v1.Image, error) {
 	return img, nil
 }
 
-// LayerTar is the uncompressed tar of the image's only layer: exactly one
-// regular file, the binary at BinaryName (the root of the file system),
-// mode 0755, owned by uid and gid 0, modified at mtime (whole seconds, UTC).
-// Root owns it so the user that runs it cannot change it.
-func LayerTar(binary []byte, mtime time.Time) ([]byte, error) {
+// LayerTar is the uncompressed tar of the image's only layer: exactly two
+// regular files at the root of the file system, the binary at BinaryName
+// and the reporter's build at ReporterBinaryName, mode 0755, owned by uid
+// and gid 0, modified at mtime (whole seconds, UTC). Root owns them so the
+// user that runs them cannot change them.
+func LayerTar(binary, reporter []byte, mtime time.Time) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	hdr := &tar.Header{
-		Typeflag: tar.TypeReg,
-		Name:     BinaryName,
-		Mode:     0o755,
-		Size:     int64(len(binary)),
-		ModTime:  mtime.UTC().Truncate(time.Second),
-		Format:   tar.FormatUSTAR,
-	}
-	if err := tw.WriteHeader(hdr); err != nil {
-		return nil, fmt.Errorf("layer tar header for %s: %w", BinaryName, err)
-	}
-	if _, err := tw.Write(binary); err != nil {
-		return nil, fmt.Errorf("layer tar: writing %s: %w", BinaryName, err)
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{BinaryName, binary}, {ReporterBinaryName, reporter}} {
+		hdr := &tar.Header{
+			Typeflag: tar.TypeReg,
+			Name:     f.name,
+			Mode:     0o755,
+			Size:     int64(len(f.data)),
+			ModTime:  mtime.UTC().Truncate(time.Second),
+			Format:   tar.FormatUSTAR,
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return nil, fmt.Errorf("layer tar header for %s: %w", f.name, err)
+		}
+		if _, err := tw.Write(f.data); err != nil {
+			return nil, fmt.Errorf("layer tar: writing %s: %w", f.name, err)
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return nil, fmt.Errorf("layer tar: %w", err)

@@ -21,6 +21,9 @@ import (
 // and the tests need not build the provider.
 const testBinaryText = "#!fake in-cluster binary\x00\x01\x02 of a few bytes"
 
+// testReporterText is the fake reporter's build, beside it.
+const testReporterText = "#!fake reporter binary\x00\x03"
+
 // testMetadata is the metadata of a build of commit 0123… at a fixed time.
 func testMetadata() Metadata {
 	return Metadata{
@@ -32,7 +35,7 @@ func testMetadata() Metadata {
 
 func mustImage(t *testing.T, m Metadata, arch string, binary []byte) v1.Image {
 	t.Helper()
-	img, err := Image(m, arch, binary)
+	img, err := Image(m, arch, binary, []byte(testReporterText))
 	if err != nil {
 		t.Fatalf("Image(%s): %v", arch, err)
 	}
@@ -141,9 +144,7 @@ func TestLayerContents(t *testing.T) {
 			t.Fatal(err)
 		}
 		entries = append(entries, hdr.Name)
-		if hdr.Name != "terraform-provider-kmshealth" {
-			continue
-		}
+		want := map[string][]byte{"terraform-provider-kmshealth": testBinary, "terraform-provider-kmshealth-report": []byte(testReporterText)}[hdr.Name]
 		if hdr.Typeflag != tar.TypeReg {
 			t.Errorf("type %q, want a regular file", hdr.Typeflag)
 		}
@@ -157,12 +158,12 @@ func TestLayerContents(t *testing.T) {
 			t.Errorf("mtime %v, want the commit time %v", hdr.ModTime, testMeta.Created)
 		}
 		got, err := io.ReadAll(tr)
-		if err != nil || !bytes.Equal(got, testBinary) {
-			t.Errorf("content %q (%v), want the binary's bytes", got, err)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: content %q (%v), want the binary's bytes", hdr.Name, got, err)
 		}
 	}
-	if len(entries) != 1 || entries[0] != "terraform-provider-kmshealth" {
-		t.Errorf("layer holds %q, want exactly [terraform-provider-kmshealth]", entries)
+	if len(entries) != 2 || entries[0] != "terraform-provider-kmshealth" || entries[1] != "terraform-provider-kmshealth-report" {
+		t.Errorf("layer holds %q, want exactly [terraform-provider-kmshealth terraform-provider-kmshealth-report]", entries)
 	}
 }
 
@@ -260,21 +261,23 @@ func TestIndex(t *testing.T) {
 func TestImageRefusesBadInput(t *testing.T) {
 	testBinary, testMeta := []byte(testBinaryText), testMetadata()
 	tests := []struct {
-		name   string
-		meta   Metadata
-		arch   string
-		binary []byte
-		want   string
+		name     string
+		meta     Metadata
+		arch     string
+		binary   []byte
+		reporter []byte
+		want     string
 	}{
-		{"no version", Metadata{Revision: "r", Created: testMeta.Created}, "amd64", testBinary, "version is empty"},
-		{"no revision", Metadata{Version: "v", Created: testMeta.Created}, "amd64", testBinary, "revision is empty"},
-		{"no time", Metadata{Version: "v", Revision: "r"}, "amd64", testBinary, "created time is zero"},
-		{"unknown arch", testMeta, "riscv64", testBinary, `architecture "riscv64" is not supported`},
-		{"no binary", testMeta, "amd64", nil, "binary is empty"},
+		{"no version", Metadata{Revision: "r", Created: testMeta.Created}, "amd64", testBinary, []byte(testReporterText), "version is empty"},
+		{"no revision", Metadata{Version: "v", Created: testMeta.Created}, "amd64", testBinary, []byte(testReporterText), "revision is empty"},
+		{"no time", Metadata{Version: "v", Revision: "r"}, "amd64", testBinary, []byte(testReporterText), "created time is zero"},
+		{"unknown arch", testMeta, "riscv64", testBinary, []byte(testReporterText), `architecture "riscv64" is not supported`},
+		{"no binary", testMeta, "amd64", nil, []byte(testReporterText), "binary is empty"},
+		{"no reporter binary", testMeta, "amd64", testBinary, nil, "reporter binary is empty"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Image(tt.meta, tt.arch, tt.binary)
+			_, err := Image(tt.meta, tt.arch, tt.binary, tt.reporter)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Image: %v, want an error containing %q", err, tt.want)
 			}

@@ -13,8 +13,6 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	certutil "k8s.io/client-go/util/cert"
-	"k8s.io/klog/v2"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 )
 
 // MetricsOptions say how a mode serves /metrics; both modes take the same
@@ -42,7 +40,11 @@ func (o *MetricsOptions) AddFlags(fs *pflag.FlagSet, bind string) {
 }
 
 // ServeMetrics serves gatherer on /metrics as o says, with the timeouts of
-// Serve, until ctx ends. cfg is the mode's REST configuration: the reviews
+// Serve, until ctx ends. The reviews are two plain JSON requests (see
+// reviewer): controller-runtime's metrics filter, which did the same, links
+// k8s.io/apiserver's delegating authentication and authorization (CEL,
+// OpenTelemetry, every typed informer) into both modes, and the reporter
+// maps no controller-runtime at all. cfg is the mode's REST configuration: the reviews
 // are sent with it, and only when a request arrives, so a mode that must
 // start without the API server still does.
 func ServeMetrics(ctx context.Context, o MetricsOptions, cfg *rest.Config, gatherer prometheus.Gatherer) error {
@@ -55,18 +57,11 @@ func ServeMetrics(ctx context.Context, o MetricsOptions, cfg *rest.Config, gathe
 		mux.Handle("/metrics", h)
 		return Serve(ctx, o.BindAddress, mux)
 	}
-	httpClient, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return err
-	}
-	filter, err := filters.WithAuthenticationAndAuthorization(cfg, httpClient)
+	api, err := NewJSONClient(cfg)
 	if err != nil {
 		return fmt.Errorf("metrics authentication: %w", err)
 	}
-	if h, err = filter(klog.NewKlogr().WithName("metrics"), h); err != nil {
-		return fmt.Errorf("metrics authentication: %w", err)
-	}
-	mux.Handle("/metrics", h)
+	mux.Handle("/metrics", newReviewer(api).wrap(h))
 	cert, err := metricsCertificate(o.CertDir)
 	if err != nil {
 		return err

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
@@ -48,10 +47,18 @@ var ErrNamespacedTarget = errors.New("the target must be a cluster-scoped object
 // resource (yet).
 var ErrTargetNotServed = errors.New("the API server serves no such resource")
 
+// ResourceLister lists the resources of one group/version, as discovery
+// does (discovery.DiscoveryInterface is one). The reporter answers it with
+// one plain GET, so a node agent need not link client-go's discovery and
+// the scheme of every built-in API group it brings.
+type ResourceLister interface {
+	ServerResourcesForGroupVersion(groupVersion string) (*metav1.APIResourceList, error)
+}
+
 // ResolveKind returns the Kind of the target's resource, which a
 // server-side apply body must carry, and refuses a namespaced resource.
 // The default target needs no request.
-func ResolveKind(ctx context.Context, disc discovery.DiscoveryInterface, t Target) (string, error) {
+func ResolveKind(ctx context.Context, disc ResourceLister, t Target) (string, error) {
 	_ = ctx // discovery takes no context
 	if t.IsDefault() {
 		return Kind, nil

@@ -309,7 +309,16 @@ func (r *apiServiceCABundleResource) Read(ctx context.Context, req resource.Read
 		connectionError(&resp.Diagnostics, err)
 		return
 	}
+	core, err := r.clients.Core()
+	if err != nil {
+		connectionError(&resp.Diagnostics, err)
+		return
+	}
 	name := state.APIServiceName.ValueString()
+	// An inline bundle's ConfigMap is read beside the APIService: one round
+	// trip for both.
+	imported := state.CABundle.IsNull() && state.Source == nil
+	ahead := startInlineRead(ctx, core, state.inline(), imported, state.source())
 	live, err := agg.ApiregistrationV1().APIServices().Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		resp.Diagnostics.AddWarning("APIService gone",
@@ -322,7 +331,7 @@ func (r *apiServiceCABundleResource) Read(ctx context.Context, req resource.Read
 		return
 	}
 	annotation := live.Annotations[cabundle.SourceAnnotation]
-	if state.CABundle.IsNull() && state.Source == nil { // import
+	if imported {
 		resp.Diagnostics.Append(r.adopt(ctx, &state, annotation)...)
 		if resp.Diagnostics.HasError() {
 			return
@@ -341,7 +350,7 @@ func (r *apiServiceCABundleResource) Read(ctx context.Context, req resource.Read
 	state.CABundleSource = types.StringValue(annotation)
 	state.setBundle(live.Spec.CABundle, r.now())
 	if state.inline() {
-		held, err := r.inlineHeld(ctx, &state)
+		held, err := heldIn(ctx, core, ahead, state.source())
 		if err != nil {
 			r.clients.addAPIError(&resp.Diagnostics, sourceRequest("Cannot read inline CA bundle ConfigMap", "get", state.source(), path.Root("ca_bundle")), err)
 			return
@@ -359,19 +368,6 @@ func (r *apiServiceCABundleResource) Read(ctx context.Context, req resource.Read
 		}
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
-}
-
-// inlineHeld returns the bundle in our inline ConfigMap, "" when missing.
-func (r *apiServiceCABundleResource) inlineHeld(ctx context.Context, m *apiServiceCABundleModel) (string, error) {
-	core, err := r.clients.Core()
-	if err != nil {
-		return "", err
-	}
-	held, err := cabundle.ReadSource(ctx, core, m.source())
-	if errors.Is(err, cabundle.ErrSourceMissing) {
-		return "", nil
-	}
-	return string(held), err
 }
 
 // adopt derives the configuration of an imported resource from the

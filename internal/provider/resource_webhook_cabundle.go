@@ -346,6 +346,10 @@ func (r *webhookCABundleResource) Read(ctx context.Context, req resource.ReadReq
 		resp.Diagnostics.AddAttributeError(path.Root("kind"), "Unsupported kind", err.Error())
 		return
 	}
+	// An inline bundle's ConfigMap is read beside the object: one round
+	// trip for both.
+	imported := state.CABundle.IsNull() && state.Source == nil
+	ahead := startInlineRead(ctx, clients.Core, state.inline(), imported, state.source())
 	live, err := inj.Get(ctx, t.Name)
 	if apierrors.IsNotFound(err) {
 		resp.Diagnostics.AddWarning(t.Kind+" gone",
@@ -358,7 +362,7 @@ func (r *webhookCABundleResource) Read(ctx context.Context, req resource.ReadReq
 		return
 	}
 	annotation := live.GetAnnotations()[cabundle.SourceAnnotation]
-	if state.CABundle.IsNull() && state.Source == nil { // import
+	if imported {
 		resp.Diagnostics.Append(r.adopt(ctx, clients, inj, live, &state, annotation)...)
 		if resp.Diagnostics.HasError() {
 			return
@@ -383,7 +387,7 @@ func (r *webhookCABundleResource) Read(ctx context.Context, req resource.ReadReq
 	liveBundle := selectedBundle(inj, live, t, state.FingerprintSHA256.ValueString(), applied)
 	state.setBundle(liveBundle, r.now())
 	if state.inline() {
-		held, err := r.inlineHeld(ctx, clients, &state)
+		held, err := heldIn(ctx, clients.Core, ahead, state.source())
 		if err != nil {
 			r.clients.addAPIError(&resp.Diagnostics, sourceRequest("Cannot read inline CA bundle ConfigMap", "get", state.source(), path.Root("ca_bundle")), err)
 			return
@@ -421,14 +425,6 @@ func selectedBundle(inj cabundle.Injectable, live cabundle.Object, t cabundle.Ta
 		}
 	}
 	return inj.Bundle(live, slots[0])
-}
-
-func (r *webhookCABundleResource) inlineHeld(ctx context.Context, c cabundle.Clients, m *webhookCABundleModel) (string, error) {
-	held, err := cabundle.ReadSource(ctx, c.Core, m.source())
-	if errors.Is(err, cabundle.ErrSourceMissing) {
-		return "", nil
-	}
-	return string(held), err
 }
 
 // adopt derives the configuration of an imported resource from the

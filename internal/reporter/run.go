@@ -9,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -39,8 +38,8 @@ type Reporter struct {
 	opts    Options
 	target  kmshealth.Target
 	dyn     dynamic.Interface
-	disc    discovery.DiscoveryInterface
-	kind    string // resolved on the first write, then cached
+	api     *incluster.JSONClient // the one discovery GET of a non-default target
+	kind    string                // resolved on the first write, then cached
 	builder kmshealth.ConditionBuilder
 	now     func() time.Time
 	log     klog.Logger
@@ -61,12 +60,12 @@ func New(o Options, cfg *rest.Config, log klog.Logger) (*Reporter, error) {
 	if err != nil {
 		return nil, err
 	}
-	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	api, err := incluster.NewJSONClient(cfg)
 	if err != nil {
 		return nil, err
 	}
 	return &Reporter{
-		opts: o, target: target, dyn: dyn, disc: disc,
+		opts: o, target: target, dyn: dyn, api: api,
 		builder: kmshealth.ConditionBuilder{Node: o.NodeName},
 		now:     time.Now, log: log, metrics: m,
 	}, nil
@@ -143,13 +142,24 @@ func (r *Reporter) probe(ctx context.Context) []kmshealth.Plugin {
 
 func (r *Reporter) write(ctx context.Context, cond metav1.Condition) error {
 	if r.kind == "" {
-		kind, err := kmshealth.ResolveKind(ctx, r.disc, r.target)
+		kind, err := kmshealth.ResolveKind(ctx, lister{ctx, r.api}, r.target)
 		if err != nil {
 			return err
 		}
 		r.kind = kind
 	}
 	return kmshealth.ApplyCondition(ctx, r.dyn, r.target, r.kind, cond, kmshealth.ReporterFieldManager(r.opts.NodeName))
+}
+
+// lister is the reporter's kmshealth.ResourceLister: one GET, bounded by
+// the write's context.
+type lister struct {
+	ctx context.Context
+	api *incluster.JSONClient
+}
+
+func (l lister) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
+	return l.api.ServerResources(l.ctx, gv)
 }
 
 // healthz answers ok while ticks keep finishing; a loop stuck for three

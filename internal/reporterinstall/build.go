@@ -200,6 +200,7 @@ func BuildDaemonSet(c Config) *appsv1ac.DaemonSetApplyConfiguration {
 	container := corev1ac.Container().
 		WithName(ContainerName).
 		WithImage(c.Image).
+		WithCommand(Command).
 		WithArgs(c.Args()...).
 		WithEnv(corev1ac.EnvVar().WithName(nodeNameEnv).WithValueFrom(corev1ac.EnvVarSource().WithFieldRef(install.FieldRef("spec.nodeName")))).
 		WithPorts(corev1ac.ContainerPort().WithName(healthPortName).WithContainerPort(HealthPort).WithProtocol(corev1.ProtocolTCP),

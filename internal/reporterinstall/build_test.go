@@ -13,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/image"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
 )
@@ -363,5 +364,17 @@ func TestParseID(t *testing.T) {
 		if _, _, err := ParseID(id); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParseID(%q): %v, want %q", id, err, want)
 		}
+	}
+}
+
+// TestCommandIsTheImagesReporterBuild: the DaemonSet runs the reporter's
+// own build, which the image carries beside the in-cluster binary.
+func TestCommandIsTheImagesReporterBuild(t *testing.T) {
+	if want := "/" + image.ReporterBinaryName; Command != want {
+		t.Errorf("Command = %q, want the image's reporter build %q", Command, want)
+	}
+	ds := BuildDaemonSet(DefaultConfig("kube-system", "cmd"))
+	if got := ds.Spec.Template.Spec.Containers[0].Command; len(got) != 1 || got[0] != Command {
+		t.Errorf("container command %q, want [%s]", got, Command)
 	}
 }

@@ -28,6 +28,12 @@ const (
 	DefaultName = "kmshealth-reporter"
 	// ContainerName is the reporter's container in the DaemonSet.
 	ContainerName = "reporter"
+	// Command is the reporter container's command: the image's reporter
+	// build of the provider's source (image.ReporterBinaryName, -tags
+	// reportonly), which serves the report mode alone. The image's other
+	// binary serves it too, but maps the whole reconciler: about twice the
+	// memory on every control-plane node (BENCHMARKS.md).
+	Command = "/terraform-provider-kmshealth-report"
 	// HealthPort serves /healthz (the report mode's default
 	// --health-probe-bind-address).
 	HealthPort = 8082

@@ -8,6 +8,7 @@
 //	go run ./internal/cmd/bench kms       [-plugins=3] [-cycles=500] [-intervals=6] [-nodes=100] [-rounds=200] [-flips=20]
 //	go run ./internal/cmd/bench tlsprofile [-changes=50]
 //	go run ./internal/cmd/bench pod       [-corruptions=50] [-apiservices=200]   (root, Linux)
+//	go run ./internal/cmd/bench reporter  [-plugins=2] [-intervals=3] [-tags=reportonly,grpcnotrace] [-compare]   (root, Linux)
 //	go run ./internal/cmd/bench all
 //
 // plan (plan.go) times no-op Terraform and OpenTofu plans; reconcile
@@ -15,8 +16,11 @@
 // memory; kms (kms.go) the KMS health probe, reporter, aggregator and data
 // source; tlsprofile (tlsprofile.go) a cluster TLS profile change reaching
 // a rollout target; pod (pod.go) the reconciler as a pod on the test bed's
-// node; all runs all but pod in turn with their default flags, each on its
-// own control plane. Every subcommand reads Prometheus metrics with
+// node; reporter (reporter.go) one `report` process of the image's
+// reporter build (or of other builds), as the DaemonSet runs it: memory,
+// binary size and API requests per interval; all runs plan, reconcile,
+// tlsprofile and kms in turn with their default flags, each on its own
+// control plane. Every subcommand reads Prometheus metrics with
 // devenv's one parser and summarises timings with devenv.Latencies.
 package main
 
@@ -45,6 +49,7 @@ const usage = `usage: go run ./internal/cmd/bench <subcommand> [flags]
   ` + kmsUsage + `
   ` + podUsage + `
   ` + tlsProfileUsage + `
+  ` + reporterUsage + `
   all  (plan, reconcile, tlsprofile and kms in turn, default flags)`
 
 func main() {
@@ -86,6 +91,10 @@ var subcommands = map[string]func(args []string) (runner, error){
 	},
 	"pod": func(args []string) (runner, error) {
 		o, err := parsePodFlags(args)
+		return o.run, err
+	},
+	"reporter": func(args []string) (runner, error) {
+		o, err := parseReporterFlags(args)
 		return o.run, err
 	},
 	"all": parseAll,

@@ -199,6 +199,10 @@ func TestParseArgs(t *testing.T) {
 		{args: []string{"pod", "-corruptions=3", "-apiservices=10"}},
 		{args: []string{"pod", "-apiservices=0"}, wantErr: "-apiservices=0"},
 		{args: []string{"pod", "-idle=1s"}, wantErr: "not defined"},
+		{args: []string{"reporter"}},
+		{args: []string{"reporter", "-plugins=1", "-intervals=1", "-tags=incluster", "-compare"}},
+		{args: []string{"reporter", "-intervals=0"}, wantErr: "-intervals=0"},
+		{args: []string{"reporter", "-nodes=3"}, wantErr: "not defined"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

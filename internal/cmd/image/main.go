@@ -1,7 +1,9 @@
 // Command image builds the OCI image of the in-cluster binary from this
 // checkout, without Docker (`make image`): for each architecture it builds
-// the provider's main package with -tags incluster (the provider server left
-// out, same source, same version) as a static binary, packages it with
+// the provider's main package twice, as static binaries of the same source
+// and version: with -tags incluster (the provider server left out: the
+// reconcile and report modes) and with -tags reportonly,grpcnotrace (the
+// report mode alone, which the reporter DaemonSet runs); it packages them with
 // internal/image, and writes an OCI layout tarball whose index.json names it
 // <repository>:<version>, plus the digest beside it. With -push it also
 // uploads the image (an index when several architectures are built) to a
@@ -36,8 +38,15 @@ import (
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 )
 
-// buildTags leave the provider server out of the in-cluster binary.
-const buildTags = "incluster"
+// buildTags leave the provider server out of the in-cluster binary;
+// reporterTags leave out everything but the report mode (and gRPC's
+// x/net/trace, whose html/template keeps every exported method of every
+// linked type: 4 MiB of the reporter's 20). BENCHMARKS.md has the sizes
+// and the reporter's memory.
+const (
+	buildTags    = "incluster"
+	reporterTags = "reportonly,grpcnotrace"
+)
 
 // options are the command's flags as given.
 type options struct {
@@ -48,6 +57,7 @@ type options struct {
 	repository string
 	out        string
 	binary     string
+	reporter   string
 	push       string
 }
 
@@ -59,6 +69,7 @@ type config struct {
 	out        string
 	digestFile string
 	binary     string         // a prebuilt binary to package, or "" to build one
+	reporter   string         // a prebuilt reporter binary, with binary
 	push       name.Reference // nil: do not push
 	moduleDir  string
 }
@@ -81,7 +92,8 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&o.arch, "arch", defaultArch(), "comma-separated GOARCH values, of "+strings.Join(image.Architectures(), ", ")+"; several give an image index")
 	fs.StringVar(&o.repository, "repository", install.ImageRepository, "the image's repository; the layout names the image <repository>:<version>")
 	fs.StringVar(&o.out, "out", "", "the OCI layout tarball to write (default: build/image/terraform-provider-kmshealth-<version>.oci.tar); the digest goes beside it in .digest")
-	fs.StringVar(&o.binary, "binary", "", "package this static linux binary instead of building one (a single -arch only)")
+	fs.StringVar(&o.binary, "binary", "", "package this static linux binary (-tags incluster) instead of building one (a single -arch only; with -reporter-binary)")
+	fs.StringVar(&o.reporter, "reporter-binary", "", "package this static linux binary (-tags "+reporterTags+") as the reporter's, with -binary")
 	fs.StringVar(&o.push, "push", "", "also push the image to this reference (e.g. "+install.ImageRepository+":<version>) with the Docker config's credentials")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -140,7 +152,7 @@ func (o options) validate(ctx context.Context) (*config, error) {
 		return nil, err
 	}
 
-	c := &config{moduleDir: moduleDir, binary: o.binary}
+	c := &config{moduleDir: moduleDir, binary: o.binary, reporter: o.reporter}
 	created, err := parseTime(o.created)
 	c.meta = image.Metadata{Version: o.version, Revision: o.revision, Created: created}
 	if err != nil {
@@ -160,6 +172,9 @@ func (o options) validate(ctx context.Context) (*config, error) {
 			errs = append(errs, fmt.Errorf("-arch: %s given twice", a))
 		}
 		c.arches = append(c.arches, a)
+	}
+	if (o.binary == "") != (o.reporter == "") {
+		errs = append(errs, errors.New("-binary and -reporter-binary: give both prebuilt binaries, or neither"))
 	}
 	if o.binary != "" && len(c.arches) != 1 {
 		errs = append(errs, fmt.Errorf("-binary packages one binary: give a single -arch, not %q", o.arch))
@@ -184,14 +199,20 @@ func (o options) validate(ctx context.Context) (*config, error) {
 func (c *config) run(ctx context.Context) error {
 	var built []v1.Image
 	for _, arch := range c.arches {
-		bin, err := c.binaryFor(ctx, arch)
+		bin, err := c.binaryFor(ctx, arch, c.binary, buildTags)
 		if err != nil {
 			return err
 		}
-		if err := image.CheckBinary(bin, arch); err != nil {
-			return fmt.Errorf("%s/%s: %w", image.OS, arch, err)
+		rep, err := c.binaryFor(ctx, arch, c.reporter, reporterTags)
+		if err != nil {
+			return err
 		}
-		img, err := image.Image(c.meta, arch, bin)
+		for _, b := range [][]byte{bin, rep} {
+			if err := image.CheckBinary(b, arch); err != nil {
+				return fmt.Errorf("%s/%s: %w", image.OS, arch, err)
+			}
+		}
+		img, err := image.Image(c.meta, arch, bin, rep)
 		if err != nil {
 			return fmt.Errorf("%s/%s: %w", image.OS, arch, err)
 		}
@@ -199,7 +220,7 @@ func (c *config) run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("%s/%s: digest: %w", image.OS, arch, err)
 		}
-		fmt.Printf("%s/%s: %s (binary %.1f MiB)\n", image.OS, arch, d, float64(len(bin))/(1<<20))
+		fmt.Printf("%s/%s: %s (binary %.1f MiB, reporter's %.1f MiB)\n", image.OS, arch, d, float64(len(bin))/(1<<20), float64(len(rep))/(1<<20))
 		built = append(built, img)
 	}
 	var artifact image.Artifact = built[0]
@@ -258,13 +279,14 @@ func (c *config) writeLayout(a image.Artifact) error {
 	return nil
 }
 
-// binaryFor reads the -binary file, or builds the in-cluster binary for
-// arch: static (CGO_ENABLED=0), -trimpath, stripped, with main.version set.
-func (c *config) binaryFor(ctx context.Context, arch string) ([]byte, error) {
-	if c.binary != "" {
-		b, err := os.ReadFile(c.binary)
+// binaryFor reads the prebuilt file, or builds the provider's main package
+// with tags for arch: static (CGO_ENABLED=0), -trimpath, stripped, with
+// main.version set.
+func (c *config) binaryFor(ctx context.Context, arch, prebuilt, tags string) ([]byte, error) {
+	if prebuilt != "" {
+		b, err := os.ReadFile(prebuilt)
 		if err != nil {
-			return nil, fmt.Errorf("-binary: %w", err)
+			return nil, fmt.Errorf("prebuilt binary: %w", err)
 		}
 		return b, nil
 	}
@@ -275,14 +297,14 @@ func (c *config) binaryFor(ctx context.Context, arch string) ([]byte, error) {
 	defer func() { _ = os.RemoveAll(dir) }()
 	out := filepath.Join(dir, image.BinaryName)
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", buildTags,
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", tags,
 		"-ldflags", "-s -w -X main.version="+c.meta.Version, "-o", out, ".")
 	cmd.Dir = c.moduleDir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+image.OS, "GOARCH="+arch)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	fmt.Fprintf(os.Stderr, "image: building %s %s for %s/%s (-tags %s)\n", image.BinaryName, c.meta.Version, image.OS, arch, buildTags)
+	fmt.Fprintf(os.Stderr, "image: building %s %s for %s/%s (-tags %s)\n", image.BinaryName, c.meta.Version, image.OS, arch, tags)
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("building the in-cluster binary for %s/%s: %w (run `CGO_ENABLED=0 GOOS=linux GOARCH=%s go build -tags %s .` to see why)", image.OS, arch, err, arch, buildTags)
+		return nil, fmt.Errorf("building the binary (-tags %s) for %s/%s: %w (run `CGO_ENABLED=0 GOOS=linux GOARCH=%s go build -tags %s .` to see why)", tags, image.OS, arch, err, arch, tags)
 	}
 	fmt.Fprintf(os.Stderr, "image: built in %s\n", time.Since(start).Round(time.Second))
 	return os.ReadFile(out)

@@ -431,6 +431,7 @@ data "kmshealth_kms_plugin_health" "this" {
 				resource.TestCheckResourceAttr(data, "nodes.0.plugins.0.status", "healthy"),
 				checkPodsReady(ns, selector, 1),
 				checkHardened(node, ns, selector, reporterinstall.ContainerName, "0", 1),
+				checkReporterMemory(t, node, ns, selector),
 			),
 		}},
 	})
