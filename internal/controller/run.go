@@ -80,7 +80,7 @@ func Run(ctx context.Context, o ManagerOptions, controllers ...*Controller) erro
 	if err := serveHealth(ctx, o.HealthProbeBindAddress, lock, controllers); err != nil {
 		return err
 	}
-	if err := incluster.ServeMetrics(ctx, o.Metrics, o.Config, Registry); err != nil {
+	if err := incluster.ServeMetrics(ctx, o.Metrics, o.Config, Registry, metricsGuard); err != nil {
 		return err
 	}
 	for term := 0; ; term++ {

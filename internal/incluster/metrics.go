@@ -39,15 +39,29 @@ func (o *MetricsOptions) AddFlags(fs *pflag.FlagSet, bind string) {
 	fs.StringVar(&o.CertDir, "metrics-cert-dir", "", "directory with tls.crt and tls.key for /metrics; empty means a self-signed certificate made at start")
 }
 
+// A MetricsGuard puts /metrics behind the mode's authentication and
+// authorization (see MetricsOptions.Secure), sending its reviews with cfg,
+// and only when a request arrives, so a mode that must start without the
+// API server still does.
+type MetricsGuard func(cfg *rest.Config, h http.Handler) (http.Handler, error)
+
+// ReviewGuard is the reporter's MetricsGuard: the two reviews as plain
+// JSON requests (see reviewer). The reconciler uses controller-runtime's
+// metrics filter instead (controller.metricsGuard), which does the same
+// but links k8s.io/apiserver's delegating authentication and authorization
+// (CEL, OpenTelemetry, typed informers), which the reporter's own build,
+// on every control-plane node, must not carry (BENCHMARKS.md).
+func ReviewGuard(cfg *rest.Config, h http.Handler) (http.Handler, error) {
+	api, err := NewJSONClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return newReviewer(api).wrap(h), nil
+}
+
 // ServeMetrics serves gatherer on /metrics as o says, with the timeouts of
-// Serve, until ctx ends. The reviews are two plain JSON requests (see
-// reviewer): controller-runtime's metrics filter, which did the same, links
-// k8s.io/apiserver's delegating authentication and authorization (CEL,
-// OpenTelemetry, every typed informer) into both modes, and the reporter
-// maps no controller-runtime at all. cfg is the mode's REST configuration: the reviews
-// are sent with it, and only when a request arrives, so a mode that must
-// start without the API server still does.
-func ServeMetrics(ctx context.Context, o MetricsOptions, cfg *rest.Config, gatherer prometheus.Gatherer) error {
+// Serve, until ctx ends; when o.Secure, behind guard.
+func ServeMetrics(ctx context.Context, o MetricsOptions, cfg *rest.Config, gatherer prometheus.Gatherer, guard MetricsGuard) error {
 	if o.BindAddress == "0" {
 		return nil
 	}
@@ -57,11 +71,11 @@ func ServeMetrics(ctx context.Context, o MetricsOptions, cfg *rest.Config, gathe
 		mux.Handle("/metrics", h)
 		return Serve(ctx, o.BindAddress, mux)
 	}
-	api, err := NewJSONClient(cfg)
+	guarded, err := guard(cfg, h)
 	if err != nil {
 		return fmt.Errorf("metrics authentication: %w", err)
 	}
-	mux.Handle("/metrics", newReviewer(api).wrap(h))
+	mux.Handle("/metrics", guarded)
 	cert, err := metricsCertificate(o.CertDir)
 	if err != nil {
 		return err

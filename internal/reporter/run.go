@@ -88,7 +88,7 @@ func Run(ctx context.Context, o Options, version string, log klog.Logger) error 
 	if err := incluster.Serve(ctx, o.HealthProbeBindAddress, health); err != nil {
 		return err
 	}
-	if err := incluster.ServeMetrics(ctx, o.Metrics, cfg, r.metrics.registry); err != nil {
+	if err := incluster.ServeMetrics(ctx, o.Metrics, cfg, r.metrics.registry, incluster.ReviewGuard); err != nil {
 		return err
 	}
 	log.Info("Started", "target", r.target.String(), "interval", o.Interval.String(), "sockets", o.Sockets, "socketDir", o.SocketDir)
