@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -54,8 +55,9 @@ func libraryGoReport(t *testing.T, name, node string, reports ...kmstest.HealthR
 	for i := range reports {
 		reports[i].NodeName = node
 	}
-	// library-go's field manager: kms-health-reporter-<sha256 of the node>.
-	if err := kmstest.ApplyOpenShiftHealthReports(context.Background(), dynamicClient(), name, "kms-health-reporter-"+node, reports...); err != nil {
+	// library-go's field manager: kms-health-reporter-<hex sha256 of the node>.
+	fm := fmt.Sprintf("kms-health-reporter-%x", sha256.Sum256([]byte(node)))
+	if err := kmstest.ApplyOpenShiftHealthReports(context.Background(), dynamicClient(), name, fm, reports...); err != nil {
 		t.Fatal(err)
 	}
 }
