@@ -86,14 +86,51 @@ func (h Health) Message() string {
 	return strings.Join(h.Problems, "; ")
 }
 
+// NodeReport is one node's report as read, before it is judged: from a
+// KMSHealthReporter_<node> condition or from OpenShift's typed
+// healthReports entries of that node.
+type NodeReport struct {
+	Node string
+	// Status is the node's overall status as its writer stated it (a
+	// condition's status); the typed format states none, so it is the
+	// Verdict of its plugins.
+	Status  metav1.ConditionStatus
+	Plugins []Plugin
+	// Err says why the report could not be read; the node is invalid.
+	Err error
+}
+
+// ConditionReports reads the reporter conditions among conditions (other
+// types are ignored), one report per node.
+func ConditionReports(conditions []metav1.Condition) []NodeReport {
+	var out []NodeReport
+	for _, c := range conditions {
+		node, ok := NodeFromConditionType(c.Type)
+		if !ok {
+			continue
+		}
+		plugins, err := ParseMessage(c.Message)
+		if err != nil {
+			err = fmt.Errorf("unreadable report: %w", err)
+		}
+		out = append(out, NodeReport{Node: node, Status: c.Status, Plugins: plugins, Err: err})
+	}
+	return out
+}
+
 // Evaluate judges the reporter conditions among conditions (other types are
 // ignored).
 func Evaluate(conditions []metav1.Condition, o EvalOptions) Health {
-	reported := map[string]metav1.Condition{}
-	for _, c := range conditions {
-		if node, ok := NodeFromConditionType(c.Type); ok {
-			reported[node] = c
-		}
+	return EvaluateReports(ConditionReports(conditions), o)
+}
+
+// EvaluateReports judges the nodes' reports, whatever format they came in:
+// the gate (every node healthy, fresh, agreeing on the kekID of each key)
+// is one and the same for both.
+func EvaluateReports(reports []NodeReport, o EvalOptions) Health {
+	reported := map[string]NodeReport{}
+	for _, r := range reports {
+		reported[r.Node] = r
 	}
 	names := o.ExpectedNodes
 	if names == nil {
@@ -140,13 +177,13 @@ func Evaluate(conditions []metav1.Condition, o EvalOptions) Health {
 	return h
 }
 
-func judgeNode(name string, c metav1.Condition, o EvalOptions) NodeHealth {
+func judgeNode(name string, c NodeReport, o EvalOptions) NodeHealth {
 	n := NodeHealth{Name: name, ConditionStatus: c.Status}
-	plugins, err := ParseMessage(c.Message)
-	if err != nil {
-		n.State, n.Problem = NodeInvalid, fmt.Sprintf("node %s: unreadable report: %v", name, err)
+	if c.Err != nil {
+		n.State, n.Problem = NodeInvalid, fmt.Sprintf("node %s: %v", name, c.Err)
 		return n
 	}
+	plugins := c.Plugins
 	n.Plugins = plugins
 	for _, p := range plugins {
 		if n.LastChecked.IsZero() || p.LastChecked.Before(n.LastChecked) {

@@ -37,6 +37,8 @@ type Query struct {
 type Observation struct {
 	Health   Health
 	TimedOut bool // Wait ran out before rotation readiness
+	// Format is the report format the target carried when last judged.
+	Format ReportFormat
 }
 
 // TargetMissingError says the target object, or its resource, does not
@@ -74,7 +76,12 @@ func Observe(ctx context.Context, dyn dynamic.Interface, q Query) (Observation, 
 		progress = func(string, map[string]any) {}
 	}
 	judge := func(obj *unstructured.Unstructured) Health {
-		return Evaluate(Conditions(obj), EvalOptions{Now: now(), MaxStaleness: q.MaxStaleness, ExpectedNodes: q.ExpectedNodes})
+		reports, _ := Reports(obj)
+		return EvaluateReports(reports, EvalOptions{Now: now(), MaxStaleness: q.MaxStaleness, ExpectedNodes: q.ExpectedNodes})
+	}
+	format := func(obj *unstructured.Unstructured) ReportFormat {
+		_, f := Reports(obj)
+		return f
 	}
 	ri := dyn.Resource(q.Target.GVR())
 	obj, err := GetTarget(ctx, dyn, q.Target)
@@ -92,7 +99,7 @@ func Observe(ctx context.Context, dyn dynamic.Interface, q Query) (Observation, 
 		return Observation{}, err
 	default:
 		if h := judge(obj); h.RotationReady || q.Wait == 0 {
-			return Observation{Health: h}, nil
+			return Observation{Health: h, Format: format(obj)}, nil
 		}
 	}
 
@@ -146,7 +153,7 @@ func Observe(ctx context.Context, dyn dynamic.Interface, q Query) (Observation, 
 	if last == nil {
 		return Observation{}, &TargetMissingError{Target: q.Target, ResourceServed: true, Waited: q.Wait}
 	}
-	return Observation{Health: judge(last), TimedOut: timedOut}, nil
+	return Observation{Health: judge(last), TimedOut: timedOut, Format: format(last)}, nil
 }
 
 // resourceServed tells a missing object from a missing resource (e.g. the

@@ -47,6 +47,7 @@ type kmsPluginHealthModel struct {
 	Healthy        types.Bool        `tfsdk:"healthy"`
 	RotationReady  types.Bool        `tfsdk:"rotation_ready"`
 	DegradedReason types.String      `tfsdk:"degraded_reason"`
+	ReportFormat   types.String      `tfsdk:"report_format"`
 	ActiveKEKIDs   map[string]string `tfsdk:"active_kek_ids"`
 	Problems       []string          `tfsdk:"problems"`
 	Nodes          []healthNodeModel `tfsdk:"nodes"`
@@ -162,7 +163,8 @@ func (d *kmsPluginHealthDataSource) Schema(_ context.Context, _ datasource.Schem
 		"`invalid` (a report that does not follow the wire format) or `missing` (an `expected_nodes` entry with no report)"
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Reads the KMS v2 plugin health that the reporter on every control-plane node writes (one " +
-			"`KMSHealthReporter_<node>` condition per node, see `kmshealth_reporter`) and judges it: is every node fresh and " +
+			"`KMSHealthReporter_<node>` condition per node, see `kmshealth_reporter`), or OpenShift's typed " +
+			"`healthReports` (see `report_format`), and judges it: is every node fresh and " +
 			"every plugin healthy, and do all nodes report the same key encryption key (`kekID`) for each `keyID`? " +
 			"Use `rotation_ready` in a `lifecycle.precondition` of whatever rotates the key, or set `require_healthy = true` " +
 			"to fail the plan at this data source, naming each failing node and plugin. The data source is read during the " +
@@ -171,10 +173,12 @@ func (d *kmsPluginHealthDataSource) Schema(_ context.Context, _ datasource.Schem
 		Attributes: map[string]schema.Attribute{
 			"target": schema.StringAttribute{
 				Optional: true, Computed: true,
-				MarkdownDescription: "The cluster-scoped object whose `status.conditions` carry the reports, as " +
+				MarkdownDescription: "The cluster-scoped object that carries the reports (in `status.conditions`, or OpenShift's typed " +
+					"`status.encryptionStatus.healthReports`; see `report_format`), as " +
 					"`group/version/resource/name`. Default `" + kmshealth.DefaultTarget().String() + "`: the `KMSHealth` object " +
 					"that `kmshealth_reporter` installs. Any other object with `metav1.Condition` conditions works too (e.g. an " +
-					"operator's custom resource), when the reporters write there (their `--target` flag). A missing object is an " +
+					"operator's custom resource, or `operator.openshift.io/v1/kubeapiservers/cluster` where OpenShift's reporters " +
+					"write typed reports), when the reporters write there (their `--target` flag). A missing object is an " +
 					"error, unless it appears within `wait_timeout`.",
 				Validators: []validator.String{healthTarget{}},
 			},
@@ -220,6 +224,16 @@ func (d *kmsPluginHealthDataSource) Schema(_ context.Context, _ datasource.Schem
 				Computed: true,
 				MarkdownDescription: "`healthy`, and every node reports the same `keyID`s with the same `kekID` for each: " +
 					"safe to rotate the key encryption key. What `require_healthy` checks.",
+			},
+			"report_format": schema.StringAttribute{
+				Computed: true,
+				MarkdownDescription: "Which report format the target carried: `" + string(kmshealth.FormatConditions) + "` (ours, " +
+					"one `KMSHealthReporter_<node>` condition per node in `status.conditions`), `" + string(kmshealth.FormatOpenShiftTyped) +
+					"` (OpenShift's `status.encryptionStatus.healthReports`, one entry per node and plugin, as the KMS health " +
+					"reporter of openshift/library-go writes on `operator.openshift.io/v1` `kubeapiservers/cluster`), `" +
+					string(kmshealth.FormatMixed) + "` (both; a node reported in both is `invalid`: run one reporter per node) or `" +
+					string(kmshealth.FormatNone) + "` (no report at all: is a reporter writing to this `target`, with the " +
+					"`--report-format` the target's schema has?). Both formats are judged by the same rules.",
 			},
 			"degraded_reason": schema.StringAttribute{
 				Computed: true,
@@ -324,6 +338,7 @@ func (d *kmsPluginHealthDataSource) Read(ctx context.Context, req datasource.Rea
 		resp.Diagnostics.AddWarning("KMS plugins still not ready for key rotation", healthNotReadyDetail(q, obs))
 	}
 	m.setHealth(h)
+	m.ReportFormat = types.StringValue(string(obs.Format))
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 

@@ -27,6 +27,7 @@ type Options struct {
 	ReadTimeout            time.Duration
 	WriteTimeout           time.Duration
 	Target                 string
+	ReportFormat           string
 	HealthProbeBindAddress string
 	Metrics                incluster.MetricsOptions
 }
@@ -41,6 +42,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ReadTimeout, "read-timeout", 0, "timeout of each plugin's Status call; 0 follows --interval (5s at the default 30s, a quarter of a shorter interval)")
 	fs.DurationVar(&o.WriteTimeout, "write-timeout", 0, "timeout of each condition write, a write that misses it is dropped; 0 follows --interval (10s at the default 30s, half a shorter interval)")
 	fs.StringVar(&o.Target, "target", kmshealth.DefaultTarget().String(), "group/version/resource/name of the cluster-scoped object whose status.conditions receive the report")
+	fs.StringVar(&o.ReportFormat, "report-format", string(kmshealth.FormatConditions), fmt.Sprintf("how the report is written on the target: %q (a KMSHealthReporter_<node> condition in status.conditions) or %q (OpenShift's status.encryptionStatus.healthReports entries, for an operator.openshift.io/v1 target such as kubeapiservers/cluster)", kmshealth.FormatConditions, kmshealth.FormatOpenShiftTyped))
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8082", `address for /healthz; "0" disables it`)
 	o.Metrics.AddFlags(fs, "0")
 }
@@ -73,6 +75,9 @@ func (o *Options) Validate() error {
 	}
 	if _, err := kmshealth.ParseTarget(o.Target); err != nil {
 		errs = append(errs, fmt.Errorf("--target: %w", err))
+	}
+	if _, err := kmshealth.ParseReportFormat(o.ReportFormat); err != nil {
+		errs = append(errs, fmt.Errorf("--report-format: %w", err))
 	}
 	for flagName, addr := range map[string]string{"health-probe-bind-address": o.HealthProbeBindAddress, "metrics-bind-address": o.Metrics.BindAddress} {
 		if err := incluster.ValidateBindAddress(flagName, addr); err != nil {

@@ -42,6 +42,8 @@ func TestValidate(t *testing.T) {
 		{"write timeout not under interval", append(ok, "--interval=8s", "--write-timeout=10s"), []string{"--write-timeout=10s"}},
 		{"default timeouts fit the shortest interval", append(ok, "--interval=5s"), nil},
 		{"bad target", append(ok, "--target=kmshealths/cluster"), []string{"--target", "group/version/resource/name"}},
+		{"typed report format", append(ok, "--report-format=openshift-typed", "--target=operator.openshift.io/v1/kubeapiservers/cluster"), nil},
+		{"bad report format", append(ok, "--report-format=typed"), []string{"--report-format", `"typed" is not a report format`, `"conditions"`, `"openshift-typed"`}},
 		{"bad address", append(ok, "--health-probe-bind-address=8082"), []string{"--health-probe-bind-address"}},
 	}
 	for _, tt := range tests {

@@ -107,7 +107,7 @@ func (r *Reporter) Tick(ctx context.Context) {
 	// --write-timeout is dropped.
 	wctx, cancel := context.WithTimeout(ctx, r.opts.writeTimeout())
 	defer cancel()
-	if err := r.write(wctx, cond); err != nil {
+	if err := r.write(wctx, plugins, cond); err != nil {
 		r.metrics.writes.WithLabelValues("dropped").Inc()
 		r.log.Error(err, "Condition write dropped", "status", string(cond.Status), "reason", cond.Reason)
 		return
@@ -140,7 +140,9 @@ func (r *Reporter) probe(ctx context.Context) []kmshealth.Plugin {
 	return plugins
 }
 
-func (r *Reporter) write(ctx context.Context, cond metav1.Condition) error {
+// write delivers this tick's report in the --report-format: cond, or the
+// plugins as typed healthReports entries.
+func (r *Reporter) write(ctx context.Context, plugins []kmshealth.Plugin, cond metav1.Condition) error {
 	if r.kind == "" {
 		kind, err := kmshealth.ResolveKind(ctx, lister{ctx, r.api}, r.target)
 		if err != nil {
@@ -148,7 +150,11 @@ func (r *Reporter) write(ctx context.Context, cond metav1.Condition) error {
 		}
 		r.kind = kind
 	}
-	return kmshealth.ApplyCondition(ctx, r.dyn, r.target, r.kind, cond, kmshealth.ReporterFieldManager(r.opts.NodeName))
+	fm := kmshealth.ReporterFieldManager(r.opts.NodeName)
+	if r.opts.ReportFormat == string(kmshealth.FormatOpenShiftTyped) {
+		return kmshealth.ApplyHealthReports(ctx, r.dyn, r.target, r.kind, r.opts.NodeName, plugins, r.now(), fm)
+	}
+	return kmshealth.ApplyCondition(ctx, r.dyn, r.target, r.kind, cond, fm)
 }
 
 // lister is the reporter's kmshealth.ResourceLister: one GET, bounded by
