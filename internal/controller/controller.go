@@ -36,7 +36,9 @@ type Pattern[O, D any] interface {
 	Roots() []Ref
 	// Deps says, from what the watches hold, which keys exist and which
 	// objects each depends on: an event on any of them enqueues the key.
-	// It runs after every event of a root.
+	// It runs after every event of a root, and of an object whose Kind
+	// Reshapes (a dependency that names further dependencies). It may read
+	// the cache (Get, List) but must not call Synced or Err.
 	Deps(c Cache) map[string][]Ref
 	// Observe reads, from the watches, everything Desired and InSync need
 	// for key. ok is false when there is nothing to do now: the key is no

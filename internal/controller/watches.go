@@ -32,6 +32,12 @@ type Kind struct {
 	// ManagedFields keeps metadata.managedFields in the cache, for kinds
 	// whose field ownership a pattern checks; other kinds drop them.
 	ManagedFields bool
+	// Reshapes says that an object of this kind can change what keys
+	// depend on, as a root does: Deps runs again after each of its events.
+	// It makes dependencies two levels deep — the record (a root) names a
+	// ConfigMap, and that ConfigMap names the workloads to keep — without
+	// watching every ConfigMap as a root.
+	Reshapes bool
 }
 
 // TypedKind follows resource through a typed REST client (a clientset's
@@ -116,6 +122,12 @@ type watches struct {
 	name  string
 	roots []Ref
 	deps  func(Cache) map[string][]Ref
+
+	// refreshing serialises refresh: Deps computed from an older cache
+	// must not be applied after one computed from a newer. Deps only reads
+	// the stores (Get, List), never Synced, so holding it while an
+	// informer's handler waits for it cannot deadlock.
+	refreshing sync.Mutex
 
 	mu      sync.Mutex
 	ctx     context.Context
@@ -234,6 +246,8 @@ func (w *watches) Synced(refs ...Ref) bool {
 // accordingly, and enqueues the keys that are new or whose dependencies
 // changed.
 func (w *watches) refresh() {
+	w.refreshing.Lock()
+	defer w.refreshing.Unlock()
 	want := w.deps(w)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -343,11 +357,12 @@ func (w *watches) Err(r Ref) error {
 	return wt.lw.ListErr()
 }
 
-// notify handles an event of the watch of r: a root may change what keys
-// depend on; every user of r is enqueued.
+// notify handles an event of the watch of r: a root, or an object of a
+// kind that Reshapes, may change what keys depend on; every user of r is
+// enqueued.
 func (w *watches) notify(r Ref, wt *informer) {
 	watchEvents.WithLabelValues(w.name, r.Kind.Resource).Inc()
-	if wt.root {
+	if wt.root || r.Kind.Reshapes {
 		w.refresh()
 	}
 	w.mu.Lock()

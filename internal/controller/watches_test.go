@@ -57,10 +57,18 @@ func (f *fakeKind) feed(sel string, rv int) {
 // TestWatchesNoDeadlockUnderEvents: an informer calls its handlers while
 // holding its queue's lock, and readiness asks every informer whether it
 // has synced. Readiness and scrapes must go on while events pour in: the
-// watches' own lock is never held while an informer is asked.
+// watches' own lock is never held while an informer is asked. With
+// Reshapes, every event also runs Deps (under the refresh lock).
 func TestWatchesNoDeadlockUnderEvents(t *testing.T) {
+	for _, reshapes := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reshapes=%v", reshapes), func(t *testing.T) { testWatchesNoDeadlock(t, reshapes) })
+	}
+}
+
+func testWatchesNoDeadlock(t *testing.T, reshapes bool) {
 	f := &fakeKind{watchers: map[string]*watch.FakeWatcher{}}
 	k := f.kind()
+	k.Reshapes = reshapes
 	const n = 50
 	root := Named(k, "ns", "root")
 	w := newWatches("test", []Ref{root}, func(Cache) map[string][]Ref {

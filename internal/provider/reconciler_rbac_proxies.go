@@ -36,7 +36,7 @@ var rbacProxiesAttribute = reconcilerPatternAttribute{
 			Optional: true, Computed: true,
 			Default: listdefault.StaticValue(types.ListValueMust(reconcilerRBACProxyType, []attr.Value{})),
 			MarkdownDescription: "The workloads of `kmshealth_rbac_proxy_sidecar` whose sidecar the reconciler puts back when a Helm upgrade " +
-				"or `kubectl replace` removes it (`--rbac-proxy-configmaps`; it learns each sidecar from the resource's config ConfigMap). Write " +
+				"or `kubectl replace` removes it (read from its record at run time, so a new entry needs no restart; it learns each sidecar from the resource's config ConfigMap). Write " +
 				"`[for s in [kmshealth_rbac_proxy_sidecar.x] : { target = s.target, image = s.image, args = s.args, pinned_sidecar = s.pinned_sidecar }]`. A Role " +
 				"`kmshealth-reconciler-<name>-rbac-proxies` in each workload namespace grants get/list/watch on exactly the config ConfigMaps, " +
 				"get/list/watch/patch on exactly these workloads (by `resourceNames`) and Events there; and with `admission_policy`, the API " +

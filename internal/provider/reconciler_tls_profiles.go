@@ -34,7 +34,7 @@ var tlsProfilesAttribute = reconcilerPatternAttribute{
 		return schema.ListNestedAttribute{
 			Optional: true, Computed: true,
 			Default: listdefault.StaticValue(types.ListValueMust(reconcilerTLSProfileType, []attr.Value{})),
-			MarkdownDescription: "The `kmshealth_tls_profile_configmap` ConfigMaps the reconciler keeps (`--tls-profile-configmaps`): it restores an " +
+			MarkdownDescription: "The `kmshealth_tls_profile_configmap` ConfigMaps the reconciler keeps (read from its record at run time: a new entry needs no restart): it restores an " +
 				"edited `" + tlsprofile.DocumentKey + "` or a removed hash annotation, and for `source = \"cluster\"` follows OpenShift's " +
 				"`APIServer` `cluster`, rewriting the ConfigMap and rolling the targets when the cluster profile changes. Write " +
 				"`[for p in [kmshealth_tls_profile_configmap.x] : { namespace = p.namespace, name = p.name, rollout_targets = p.rollout_targets }]`: " +

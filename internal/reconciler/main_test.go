@@ -150,6 +150,19 @@ func record(t testing.TB, apiservice string, src cabundle.Source) {
 	t.Cleanup(func() { _ = cms.Delete(context.Background(), recordName(t), metav1.DeleteOptions{}) })
 }
 
+// recordData adds data to the test's reconciler record under manager,
+// as kmshealth_reconciler writes entries; each manager's entries replace
+// its previous ones (server-side apply), the others' stay.
+func recordData(t testing.TB, manager string, data map[string]string) {
+	t.Helper()
+	ac := corev1ac.ConfigMap(recordName(t), "default").WithData(data)
+	cms := env.Clientset().CoreV1().ConfigMaps("default")
+	if _, err := cms.Apply(context.Background(), ac, metav1.ApplyOptions{FieldManager: manager, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cms.Delete(context.Background(), recordName(t), metav1.DeleteOptions{}) })
+}
+
 // managed creates an APIService and a source ConfigMap holding bundle,
 // applies the bundle exactly as the provider resource does, and records
 // the APIService in the reconciler's record.

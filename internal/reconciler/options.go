@@ -35,8 +35,8 @@ type Options struct {
 	FieldManager           string
 	Workers                int
 	// RecordConfigMap names the ConfigMap in Namespace that records what
-	// the reconciler keeps (kmshealth_reconciler writes it); "" keeps no
-	// caBundle.
+	// the reconciler keeps (kmshealth_reconciler writes it): the input of
+	// every pattern but the KMS aggregator; "" keeps none of it.
 	RecordConfigMap string
 	// The patterns' own flags (patterns.go).
 	patternOptions
@@ -58,7 +58,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	host, _ := os.Hostname()
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means in-cluster configuration")
 	fs.StringVar(&o.Namespace, "namespace", ns, "namespace of the leader-election Lease and the record (default $POD_NAMESPACE)")
-	fs.StringVar(&o.RecordConfigMap, "record-configmap", DefaultRecordConfigMap, `ConfigMap in --namespace that records the APIServices (and their CA sources) to keep; "" keeps none`)
+	fs.StringVar(&o.RecordConfigMap, "record-configmap", DefaultRecordConfigMap, `ConfigMap in --namespace that records what to keep (caBundles and their sources, TLS profile ConfigMaps, rbac proxy sidecars), written by kmshealth_reconciler; "" keeps none of them`)
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader on a Lease; only the leader writes")
 	fs.StringVar(&o.LeaseName, "leader-elect-lease-name", "kmshealth-reconciler", "name of the leader-election Lease")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a lease is valid without renewal; a dead leader is replaced within this")
@@ -74,7 +74,18 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			p.AddFlags(o, fs)
 		}
 	}
+	// Before the record became every pattern's input, the TLS profile and
+	// rbac proxy controllers took their lists as flags. A Deployment of
+	// that shape keeps running during the roll to the new one: accepted,
+	// ignored and hidden for one release.
+	for _, name := range RetiredFlags {
+		fs.StringSlice(name, nil, "ignored: what to keep is read from --record-configmap")
+		_ = fs.MarkDeprecated(name, "what to keep is read from --record-configmap; this flag is ignored and will be removed")
+	}
 }
+
+// RetiredFlags are accepted and ignored (see AddFlags).
+var RetiredFlags = []string{"tls-profile-configmaps", "rbac-proxy-configmaps"}
 
 // Validate reports every bad flag at once, each naming the flag.
 func (o *Options) Validate() error {

@@ -11,6 +11,27 @@ import (
 	"github.com/spf13/pflag"
 )
 
+// TestRetiredFlagsAccepted: a Deployment written before the record became
+// every pattern's input passes the TLS and rbac proxy lists as flags; the
+// new binary must start with them during the roll (and ignore them).
+func TestRetiredFlagsAccepted(t *testing.T) {
+	var o Options
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--tls-profile-configmaps=app/tls", "--rbac-proxy-configmaps=app/kmshealth-rbac-proxy-deployment-api"}); err != nil {
+		t.Fatalf("the retired flags do not parse: %v", err)
+	}
+	o.Namespace = "kmshealth-system"
+	if err := o.Validate(); err != nil {
+		t.Fatalf("Validate() with the retired flags = %v, want nil", err)
+	}
+	for _, name := range RetiredFlags {
+		if f := fs.Lookup(name); f == nil || !f.Hidden || f.Deprecated == "" {
+			t.Errorf("--%s: want a hidden, deprecated flag, got %+v", name, f)
+		}
+	}
+}
+
 func TestOptionsValidate(t *testing.T) {
 	valid := func() Options {
 		var o Options
@@ -35,25 +56,6 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "missing kubeconfig file", mutate: func(o *Options) { o.Kubeconfig = "/does/not/exist" }, wantErr: []string{"--kubeconfig: stat /does/not/exist"}},
 		{name: "no workers", mutate: func(o *Options) { o.Workers = 0 }, wantErr: []string{"--workers=0"}},
 		{name: "empty field manager", mutate: func(o *Options) { o.FieldManager = "" }, wantErr: []string{`--field-manager=""`}},
-		{name: "rbac proxy configmaps", mutate: func(o *Options) {
-			o.RBACProxyConfigMaps = []string{"web/kmshealth-rbac-proxy-deployment-api", "db/kmshealth-rbac-proxy-statefulset-pg", "kube-system/kmshealth-rbac-proxy-daemonset-agent"}
-		}},
-		{name: "rbac proxy configmap without namespace", mutate: func(o *Options) { o.RBACProxyConfigMaps = []string{"kmshealth-rbac-proxy-deployment-api"} },
-			wantErr: []string{`--rbac-proxy-configmaps: "kmshealth-rbac-proxy-deployment-api" is not <namespace>/<name>`}},
-		{name: "rbac proxy configmap with a path", mutate: func(o *Options) { o.RBACProxyConfigMaps = []string{"web/kmshealth-rbac-proxy-deployment-api/x"} },
-			wantErr: []string{`"web/kmshealth-rbac-proxy-deployment-api/x" is not <namespace>/<name>`}},
-		{name: "rbac proxy configmap in a bad namespace", mutate: func(o *Options) { o.RBACProxyConfigMaps = []string{"Web_NS/kmshealth-rbac-proxy-deployment-api"} },
-			wantErr: []string{`names namespace "Web_NS", which is not a namespace name`}},
-		{name: "rbac proxy configmap with a bad name", mutate: func(o *Options) { o.RBACProxyConfigMaps = []string{"web/Kmshealth_Proxy"} },
-			wantErr: []string{`names "Kmshealth_Proxy", which is not a ConfigMap name`}},
-		{name: "rbac proxy configmap not of kmshealth", mutate: func(o *Options) {
-			o.RBACProxyConfigMaps = []string{"web/api-config", "web/kmshealth-rbac-proxy-job-x"}
-		},
-			wantErr: []string{`"web/api-config" is not a config ConfigMap of kmshealth_rbac_proxy_sidecar: their names are kmshealth-rbac-proxy-deployment-<workload>, kmshealth-rbac-proxy-statefulset-<workload>, kmshealth-rbac-proxy-daemonset-<workload>`,
-				`"web/kmshealth-rbac-proxy-job-x" is not a config ConfigMap`}},
-		{name: "rbac proxy configmap named twice", mutate: func(o *Options) {
-			o.RBACProxyConfigMaps = []string{"web/kmshealth-rbac-proxy-deployment-api", "web/kmshealth-rbac-proxy-deployment-api"}
-		}, wantErr: []string{`"web/kmshealth-rbac-proxy-deployment-api" is named twice`}},
 		{
 			name:    "every problem at once",
 			mutate:  func(o *Options) { o.Workers, o.FieldManager, o.Metrics.BindAddress = 0, "", "x" },

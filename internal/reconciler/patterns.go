@@ -49,8 +49,6 @@ var Patterns = []Pattern{
 // one flat set of flags.
 type patternOptions struct {
 	KMSAggregatorOptions
-	TLSProfileOptions
-	RBACProxyOptions
 }
 
 // newController wraps a built pattern, for Pattern.New.

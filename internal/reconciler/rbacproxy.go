@@ -6,14 +6,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/controller"
@@ -27,50 +25,43 @@ const (
 	ReasonRBACProxyRecordInvalid = "RBACProxyRecordInvalid"
 )
 
-// RBACProxyConfigMapsFlag names the config ConfigMaps whose sidecar to keep.
-const RBACProxyConfigMapsFlag = "rbac-proxy-configmaps"
-
-// RBACProxyOptions are the rbac proxy controller's flags.
-type RBACProxyOptions struct {
-	// RBACProxyConfigMaps are the config ConfigMaps (<namespace>/<name>)
-	// of kmshealth_rbac_proxy_sidecar whose workload's sidecar the
-	// reconciler puts back.
-	RBACProxyConfigMaps []string
-}
-
-// rbacProxyPatternReg is pattern 3: its roots are the config ConfigMaps
-// of --rbac-proxy-configmaps, what to keep is each one's record.json.
+// rbacProxyPatternReg is pattern 3: its root is the record, whose
+// rbacproxy.* entries name the protected workloads; what to keep of each
+// is its config ConfigMap's record.json.
 var rbacProxyPatternReg = Pattern{
-	Name: "rbacproxy",
-	AddFlags: func(o *Options, fs *pflag.FlagSet) {
-		fs.StringSliceVar(&o.RBACProxyConfigMaps, RBACProxyConfigMapsFlag, nil, "config ConfigMaps of kmshealth_rbac_proxy_sidecar (<namespace>/kmshealth-rbac-proxy-<kind>-<workload>, comma-separated or repeated): the kube-rbac-proxy sidecar each records is put back into its workload when removed or changed")
-	},
-	Validate:  func(o *Options) []error { return validateRBACProxyConfigMaps(o.RBACProxyConfigMaps) },
-	Enabled:   func(o Options) bool { return len(o.RBACProxyConfigMaps) > 0 },
-	EnabledBy: "--" + RBACProxyConfigMapsFlag,
+	Name:      "rbacproxy",
+	Enabled:   func(o Options) bool { return o.RecordConfigMap != "" },
+	EnabledBy: "--record-configmap",
 	New: func(c *Clients, o Options) (*controller.Controller, error) {
-		return newController(newRBACProxyPattern(c, o))
+		return controller.New(newRBACProxyPattern(c, o)), nil
 	},
 	Reasons: []string{ReasonRBACProxyRestored, ReasonRBACProxyRecordInvalid},
 }
 
 // rbacProxyPattern puts the kube-rbac-proxy sidecar back into every
-// workload a named config ConfigMap records, when something (a Helm
-// upgrade, a kubectl replace, a delete and re-create) removed or changed
-// it. The ConfigMaps are the roots, named by flag so RBAC can name them
-// too; the workload is learnt from their record.json (ours), never from
-// labels on the workload, and is one field-selected watch.
+// workload the record names, when something (a Helm upgrade, a kubectl
+// replace, a delete and re-create) removed or changed it. Dependencies
+// are two levels deep: the record (the root) names the workloads, hence
+// their config ConfigMaps (rbacproxy.ObjectName), which RBAC names too;
+// each ConfigMap's record.json (ours; its kind Reshapes) says the whole
+// sidecar and the workload, never learnt from labels on the workload,
+// which is one field-selected watch.
 type rbacProxyPattern struct {
-	roots        []controller.Ref
+	record       controller.Ref
+	configmaps   *controller.Kind
 	workloads    map[rbacproxy.Kind]*controller.Kind
 	apps         appsv1client.AppsV1Interface
 	fieldManager string // always rbacproxy.FieldManager, never --field-manager
 }
 
-func newRBACProxyPattern(c *Clients, o Options) (*rbacProxyPattern, error) {
+func newRBACProxyPattern(c *Clients, o Options) *rbacProxyPattern {
+	records := controller.TypedKind(c.Core.CoreV1().RESTClient(), "configmaps", &corev1.ConfigMap{})
 	configmaps := controller.TypedKind(c.Core.CoreV1().RESTClient(), "configmaps", &corev1.ConfigMap{})
+	configmaps.Reshapes = true // its record.json names the workload the key depends on
 	apps := c.Core.AppsV1().RESTClient()
 	p := &rbacProxyPattern{
+		record:     controller.Named(records, o.Namespace, o.RecordConfigMap),
+		configmaps: configmaps,
 		workloads: map[rbacproxy.Kind]*controller.Kind{
 			rbacproxy.KindDeployment:  controller.TypedKind(apps, "deployments", &appsv1.Deployment{}),
 			rbacproxy.KindStatefulSet: controller.TypedKind(apps, "statefulsets", &appsv1.StatefulSet{}),
@@ -92,14 +83,7 @@ func newRBACProxyPattern(c *Clients, o Options) (*rbacProxyPattern, error) {
 			return ou != nu || !equality.Semantic.DeepEqual(ot, nt)
 		}
 	}
-	for _, n := range o.RBACProxyConfigMaps {
-		ns, name, ok := strings.Cut(n, "/")
-		if !ok {
-			return nil, fmt.Errorf("--rbac-proxy-configmaps: %q is not <namespace>/<name>", n)
-		}
-		p.roots = append(p.roots, controller.Named(configmaps, ns, name))
-	}
-	return p, nil
+	return p
 }
 
 // rbacProxyObs is what one config ConfigMap's reconcile reads.
@@ -121,12 +105,18 @@ type rbacProxyDesired struct {
 
 func (p *rbacProxyPattern) Name() string { return "rbacproxy" }
 
-func (p *rbacProxyPattern) Roots() []controller.Ref { return p.roots }
+func (p *rbacProxyPattern) Roots() []controller.Ref { return []controller.Ref{p.record} }
 
-// record decodes the root's record; ok is false while the ConfigMap does
-// not exist (or its watch has not listed).
-func (p *rbacProxyPattern) record(c controller.Cache, root controller.Ref) (cm *corev1.ConfigMap, cfg rbacproxy.Config, ok bool, err error) {
-	obj, exists := c.Get(root)
+// configMapRef is the config ConfigMap of key (<namespace>/<name>).
+func (p *rbacProxyPattern) configMapRef(key string) controller.Ref {
+	ns, name, _ := strings.Cut(key, "/")
+	return controller.Named(p.configmaps, ns, name)
+}
+
+// config decodes the config ConfigMap's record.json; ok is false while
+// the ConfigMap does not exist (or its watch has not listed).
+func (p *rbacProxyPattern) config(c controller.Cache, ref controller.Ref) (cm *corev1.ConfigMap, cfg rbacproxy.Config, ok bool, err error) {
+	obj, exists := c.Get(ref)
 	if !exists {
 		return nil, rbacproxy.Config{}, false, nil
 	}
@@ -135,30 +125,47 @@ func (p *rbacProxyPattern) record(c controller.Cache, root controller.Ref) (cm *
 	return cm, cfg, true, err
 }
 
-func (p *rbacProxyPattern) workloadRef(t rbacproxy.Target) controller.Ref {
-	return controller.Named(p.workloads[t.Kind], t.Namespace, t.Name)
+func (p *rbacProxyPattern) workloadRef(t rbacproxy.Target) (controller.Ref, bool) {
+	k, ok := p.workloads[t.Kind]
+	return controller.Named(k, t.Namespace, t.Name), ok
 }
 
-// Deps: each config ConfigMap depends on itself and, while its record
-// decodes, on the workload it records.
+// Deps: each config ConfigMap of a workload the record names is a key; it
+// depends on itself and, while its record.json decodes, on the workload
+// it records.
 func (p *rbacProxyPattern) Deps(c controller.Cache) map[string][]controller.Ref {
-	deps := make(map[string][]controller.Ref, len(p.roots))
-	for _, root := range p.roots {
-		refs := []controller.Ref{root}
-		if _, cfg, ok, err := p.record(c, root); ok && err == nil {
-			refs = append(refs, p.workloadRef(cfg.Target))
+	obj, ok := c.Get(p.record)
+	if !ok {
+		return nil
+	}
+	kept := rbacproxy.FromRecord(obj.(*corev1.ConfigMap).Data)
+	deps := make(map[string][]controller.Ref, len(kept))
+	for _, k := range kept {
+		if !slices.Contains(rbacproxy.Kinds(), k.Target.Kind) {
+			continue // the installer refuses it; nothing RBAC names
 		}
-		deps[root.Namespace+"/"+root.Name] = refs
+		key := k.ConfigMapID()
+		ref := p.configMapRef(key)
+		refs := []controller.Ref{ref}
+		if _, cfg, ok, err := p.config(c, ref); ok && err == nil {
+			if w, ok := p.workloadRef(cfg.Target); ok {
+				refs = append(refs, w)
+			}
+		}
+		deps[key] = refs
 	}
 	return deps
 }
 
+// Observe reads the config ConfigMap of key and its workload; a key the
+// record no longer names has no watch left, so it reads as not synced:
+// nothing to do.
 func (p *rbacProxyPattern) Observe(c controller.Cache, key string) (rbacProxyObs, bool, error) {
-	i := slices.IndexFunc(p.roots, func(r controller.Ref) bool { return r.Namespace+"/"+r.Name == key })
-	if i < 0 || !c.Synced(p.roots[i]) {
+	ref := p.configMapRef(key)
+	if !c.Synced(ref) {
 		return rbacProxyObs{}, false, nil
 	}
-	cm, cfg, ok, err := p.record(c, p.roots[i])
+	cm, cfg, ok, err := p.config(c, ref)
 	if !ok {
 		return rbacProxyObs{}, false, nil // not applied yet, or destroyed: nothing to keep
 	}
@@ -166,11 +173,15 @@ func (p *rbacProxyPattern) Observe(c controller.Cache, key string) (rbacProxyObs
 	if err != nil {
 		return obs, true, nil //nolint:nilerr // the record's error is judged by Desired
 	}
-	ref := p.workloadRef(cfg.Target)
-	if !c.Synced(ref) {
+	wref, known := p.workloadRef(cfg.Target)
+	if !known {
+		obs.err = fmt.Errorf("ConfigMap %s/%s: record.json names kind %q, not one of %q", cm.Namespace, cm.Name, cfg.Target.Kind, rbacproxy.Kinds())
+		return obs, true, nil
+	}
+	if !c.Synced(wref) {
 		return obs, false, nil // the first list enqueues it again
 	}
-	obj, exists := c.Get(ref)
+	obj, exists := c.Get(wref)
 	if !exists {
 		return obs, false, nil // nothing to protect until it exists; its creation is an event
 	}
@@ -285,49 +296,4 @@ func restoreNote(cm *corev1.ConfigMap, diffs []string) string {
 		note = note[:maxNote-3] + "..."
 	}
 	return note
-}
-
-// validateRBACProxyConfigMaps checks each --rbac-proxy-configmaps entry
-// is <namespace>/<name> with a name kmshealth_rbac_proxy_sidecar gives its
-// config ConfigMaps, named once.
-func validateRBACProxyConfigMaps(refs []string) []error {
-	var errs []error
-	seen := map[string]bool{}
-	for _, n := range refs {
-		bad := func(format string, args ...any) {
-			errs = append(errs, fmt.Errorf("--rbac-proxy-configmaps: %q %s", n, fmt.Sprintf(format, args...)))
-		}
-		ns, name, ok := strings.Cut(n, "/")
-		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-			bad("is not <namespace>/<name>")
-			continue
-		}
-		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
-			bad("names namespace %q, which is not a namespace name (%s)", ns, strings.Join(msgs, "; "))
-		}
-		if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
-			bad("names %q, which is not a ConfigMap name (%s)", name, strings.Join(msgs, "; "))
-		} else if !rbacProxyConfigMapName(name) {
-			bad("is not a config ConfigMap of kmshealth_rbac_proxy_sidecar: their names are %s", strings.Join(rbacProxyConfigMapPrefixes(), "<workload>, ")+"<workload>")
-		}
-		if seen[n] {
-			bad("is named twice")
-		}
-		seen[n] = true
-	}
-	return errs
-}
-
-// rbacProxyConfigMapPrefixes are how rbacproxy.ObjectName begins for each
-// kind it protects ("kmshealth-rbac-proxy-deployment-", …).
-func rbacProxyConfigMapPrefixes() []string {
-	var out []string
-	for _, k := range rbacproxy.Kinds() {
-		out = append(out, strings.TrimSuffix(rbacproxy.ObjectName(rbacproxy.Target{Kind: k, Name: "x"}), "x"))
-	}
-	return out
-}
-
-func rbacProxyConfigMapName(name string) bool {
-	return slices.ContainsFunc(rbacProxyConfigMapPrefixes(), func(p string) bool { return len(name) > len(p) && strings.HasPrefix(name, p) })
 }

@@ -104,9 +104,11 @@ func rbacProxyFixture(t *testing.T, name string) rbacproxy.Config {
 func startRBACProxyReconciler(t *testing.T, extra []string, cfgs ...rbacproxy.Config) *reconcilerProcess {
 	t.Helper()
 	args := append([]string{"--leader-elect=false"}, extra...)
-	for _, cfg := range cfgs {
-		args = append(args, "--rbac-proxy-configmaps=default/"+rbacproxy.ObjectName(cfg.Target))
+	kept := make([]rbacproxy.Kept, len(cfgs))
+	for i, cfg := range cfgs {
+		kept[i] = rbacproxy.Kept{Target: cfg.Target}
 	}
+	recordData(t, "test-rbac-proxy", rbacproxy.RecordData(kept))
 	return startReconciler(t, args...)
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,70 +24,52 @@ const (
 	ReasonTLSProfileUnresolved = "TLSProfileUnresolvable"
 )
 
-// TLSProfileConfigMapsFlag names the profile ConfigMaps to keep.
-const TLSProfileConfigMapsFlag = "tls-profile-configmaps"
-
-// TLSProfileOptions are the TLS profile controller's flags.
-type TLSProfileOptions struct {
-	// TLSProfileConfigMaps are the profile ConfigMaps (<namespace>/<name>)
-	// whose profile.json and rollout targets the reconciler keeps.
-	TLSProfileConfigMaps []string
-}
-
-// tlsProfilePatternReg is pattern 2: its roots are the ConfigMaps of
-// --tls-profile-configmaps, what to keep of each is in its annotations.
+// tlsProfilePatternReg is pattern 2: its root is the record, whose
+// tlsprofile.* entries name the profile ConfigMaps to keep; what to keep
+// of each is in that ConfigMap's annotations.
 var tlsProfilePatternReg = Pattern{
-	Name: "tlsprofile",
-	AddFlags: func(o *Options, fs *pflag.FlagSet) {
-		fs.StringSliceVar(&o.TLSProfileConfigMaps, TLSProfileConfigMapsFlag, nil, "TLS profile ConfigMaps (<namespace>/<name>, comma-separated or repeated) whose profile.json and rollout targets' hash to keep, following the cluster's APIServer for source = cluster")
-	},
-	Validate: func(o *Options) []error {
-		var errs []error
-		for _, n := range o.TLSProfileConfigMaps {
-			ns, name, ok := strings.Cut(n, "/")
-			if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-				errs = append(errs, fmt.Errorf("--%s: %q is not <namespace>/<name>", TLSProfileConfigMapsFlag, n))
-			}
-		}
-		return errs
-	},
-	Enabled:   func(o Options) bool { return len(o.TLSProfileConfigMaps) > 0 },
-	EnabledBy: "--" + TLSProfileConfigMapsFlag,
+	Name:      "tlsprofile",
+	Enabled:   func(o Options) bool { return o.RecordConfigMap != "" },
+	EnabledBy: "--record-configmap",
 	New: func(c *Clients, o Options) (*controller.Controller, error) {
-		return newController(newTLSProfilePattern(c, o.TLSProfileConfigMaps))
+		return controller.New(newTLSProfilePattern(c, o)), nil
 	},
 	Reasons: []string{ReasonTLSProfileSynced, ReasonTLSProfileInvalid, ReasonTLSProfileUnresolved},
 }
 
-// tlsProfilePattern keeps each named profile ConfigMap's profile.json equal
-// to its profile resolved again (from its recorded spec, or from the
-// cluster's APIServer object), and every rollout target it lists carrying
-// the profile's hash. The ConfigMaps are the roots; what to keep is learnt
-// from them (ours), never from the targets; each target and the APIServer
-// "cluster" are one field-selected watch each.
+// tlsProfilePattern keeps each profile ConfigMap the record names with
+// profile.json equal to its profile resolved again (from its recorded
+// spec, or from the cluster's APIServer object), and every rollout target
+// it lists carrying the profile's hash. Dependencies are two levels deep:
+// the record (the root) names the ConfigMaps, each ConfigMap (ours; its
+// kind Reshapes) names its targets, never learnt from the targets
+// themselves; each ConfigMap, target and the APIServer "cluster" is one
+// field-selected watch.
 type tlsProfilePattern struct {
-	roots     []controller.Ref
-	targets   map[string]*controller.Kind // by kind
-	apiserver controller.Ref
-	core      corev1client.ConfigMapsGetter
-	dyn       dynamic.Interface
+	record     controller.Ref
+	configmaps *controller.Kind
+	targets    map[string]*controller.Kind // by kind
+	apiserver  controller.Ref
+	core       corev1client.ConfigMapsGetter
+	dyn        dynamic.Interface
 }
 
-func newTLSProfilePattern(c *Clients, names []string) (*tlsProfilePattern, error) {
+func newTLSProfilePattern(c *Clients, o Options) *tlsProfilePattern {
+	records := controller.TypedKind(c.Core.CoreV1().RESTClient(), "configmaps", &corev1.ConfigMap{})
 	configmaps := controller.TypedKind(c.Core.CoreV1().RESTClient(), "configmaps", &corev1.ConfigMap{})
-	p := &tlsProfilePattern{targets: map[string]*controller.Kind{}, core: c.Core.CoreV1(), dyn: c.Dynamic}
-	for _, n := range names {
-		ns, name, ok := strings.Cut(n, "/")
-		if !ok {
-			return nil, fmt.Errorf("--tls-profile-configmaps: %q is not <namespace>/<name>", n)
-		}
-		p.roots = append(p.roots, controller.Named(configmaps, ns, name))
+	configmaps.Reshapes = true // its targets annotation names what else the key depends on
+	p := &tlsProfilePattern{
+		record:     controller.Named(records, o.Namespace, o.RecordConfigMap),
+		configmaps: configmaps,
+		targets:    map[string]*controller.Kind{},
+		core:       c.Core.CoreV1(),
+		dyn:        c.Dynamic,
 	}
 	for _, kind := range tlsprofile.TargetKinds() {
 		p.targets[kind] = controller.DynamicKind(c.Dynamic, schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: tlsprofile.TargetResource(kind)})
 	}
 	p.apiserver = controller.Named(controller.DynamicKind(c.Dynamic, tlsprofile.APIServerGVR()), "", tlsprofile.APIServerName)
-	return p, nil
+	return p
 }
 
 type tlsProfileObs struct {
@@ -107,19 +88,32 @@ type tlsProfileDesired struct {
 
 func (p *tlsProfilePattern) Name() string { return "tlsprofile" }
 
-func (p *tlsProfilePattern) Roots() []controller.Ref { return p.roots }
+func (p *tlsProfilePattern) Roots() []controller.Ref { return []controller.Ref{p.record} }
 
 func (p *tlsProfilePattern) targetRef(t tlsprofile.Target) (controller.Ref, bool) {
 	k, ok := p.targets[t.Kind]
 	return controller.Named(k, t.Namespace, t.Name), ok
 }
 
-// Deps: each profile ConfigMap depends on itself, each target it lists and,
-// for a cluster profile, the APIServer object.
+// configMapRef is the profile ConfigMap of key (<namespace>/<name>).
+func (p *tlsProfilePattern) configMapRef(key string) controller.Ref {
+	ns, name, _ := strings.Cut(key, "/")
+	return controller.Named(p.configmaps, ns, name)
+}
+
+// Deps: each profile ConfigMap the record names is a key; it depends on
+// itself, each target its annotations list and, for a cluster profile,
+// the APIServer object. The record's own targets are what RBAC grants,
+// not what is kept: the ConfigMap, written by its resource, says that.
 func (p *tlsProfilePattern) Deps(c controller.Cache) map[string][]controller.Ref {
-	deps := map[string][]controller.Ref{}
-	for _, root := range p.roots {
-		key := root.Namespace + "/" + root.Name
+	obj, ok := c.Get(p.record)
+	if !ok {
+		return nil
+	}
+	kept := tlsprofile.FromRecord(obj.(*corev1.ConfigMap).Data)
+	deps := make(map[string][]controller.Ref, len(kept))
+	for _, k := range kept {
+		root := p.configMapRef(k.ID())
 		refs := []controller.Ref{root}
 		if obj, ok := c.Get(root); ok {
 			spec, targets, err := tlsprofile.FromConfigMap(obj.(*corev1.ConfigMap).Annotations)
@@ -134,20 +128,16 @@ func (p *tlsProfilePattern) Deps(c controller.Cache) map[string][]controller.Ref
 				}
 			}
 		}
-		deps[key] = refs
+		deps[k.ID()] = refs
 	}
 	return deps
 }
 
+// Observe reads the profile ConfigMap of key; a key the record no longer
+// names has no watch left, so it reads as not synced: nothing to do.
 func (p *tlsProfilePattern) Observe(c controller.Cache, key string) (tlsProfileObs, bool, error) {
-	ns, name, _ := strings.Cut(key, "/")
-	var root controller.Ref
-	for _, r := range p.roots {
-		if r.Namespace == ns && r.Name == name {
-			root = r
-		}
-	}
-	if root.Kind == nil || !c.Synced(root) {
+	root := p.configMapRef(key)
+	if !c.Synced(root) {
 		return tlsProfileObs{}, false, nil
 	}
 	obj, ok := c.Get(root)

@@ -25,19 +25,7 @@ import (
 func tlsProfileFixture(t *testing.T, name string, spec tlsprofile.Spec) (tlsprofile.Target, tlsprofile.Resolved) {
 	t.Helper()
 	ctx := context.Background()
-	labels := map[string]string{"app": name}
-	_, err := env.Clientset().AppsV1().Deployments("default").Create(ctx, &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: appsv1.DeploymentSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "example.com/app:1"}}}},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := tlsprofile.Target{Kind: "Deployment", Namespace: "default", Name: name}
+	target := tlsTargetDeployment(t, name)
 	res, _, err := tlsprofile.Resolve(spec, tlsprofile.AdherenceNoOpinion)
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +41,36 @@ func tlsProfileFixture(t *testing.T, name string, spec tlsprofile.Spec) (tlsprof
 		t.Fatal(err)
 	}
 	return target, res
+}
+
+// tlsTargetDeployment creates a Deployment in default, a rollout target
+// without the hash annotation.
+func tlsTargetDeployment(t *testing.T, name string) tlsprofile.Target {
+	t.Helper()
+	labels := map[string]string{"app": name}
+	_, err := env.Clientset().AppsV1().Deployments("default").Create(context.Background(), &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "example.com/app:1"}}}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tlsprofile.Target{Kind: "Deployment", Namespace: "default", Name: name}
+}
+
+// recordTLSProfiles adds the profile ConfigMaps names (in default) to the
+// test's reconciler record, as kmshealth_reconciler's tls_profiles does.
+func recordTLSProfiles(t *testing.T, names ...string) {
+	t.Helper()
+	kept := make([]tlsprofile.Kept, len(names))
+	for i, n := range names {
+		kept[i] = tlsprofile.Kept{Namespace: "default", Name: n}
+	}
+	recordData(t, "test-tls", tlsprofile.RecordData(kept))
 }
 
 // waitFor watches the object name of lw until cond holds of it, and says
@@ -105,7 +123,8 @@ func TestReconcileTLSProfileRestores(t *testing.T) {
 	t.Parallel()
 	name := unique(t)
 	target, res := tlsProfileFixture(t, name, tlsprofile.Spec{Type: tlsprofile.ProfileModern, Source: tlsprofile.SourceStatic})
-	startReconciler(t, "--leader-elect=false", "--tls-profile-configmaps=default/"+name)
+	recordTLSProfiles(t, name)
+	startReconciler(t, "--leader-elect=false")
 	ctx := context.Background()
 
 	patch := []byte(`{"data":{"profile.json":"{\"type\":\"Old\"}"}}`)
@@ -125,6 +144,44 @@ func TestReconcileTLSProfileRestores(t *testing.T) {
 	}
 	took = waitFor(t, deploymentLW(name), &appsv1.Deployment{}, "hash annotation restored", hasHash(res.Hash))
 	t.Logf("hash annotation restored after %s", took)
+}
+
+// TestReconcileTLSProfileNewEntry: the record is the reconciler's input,
+// read at run time. A profile entered in the record of a running
+// reconciler (what kmshealth_reconciler does now instead of rolling its
+// Deployment with a new flag) is kept from that moment; a target added to
+// that profile ConfigMap's own list (the record's entry names the
+// ConfigMap, the ConfigMap names the targets) is kept too, still without
+// a restart.
+func TestReconcileTLSProfileNewEntry(t *testing.T) {
+	t.Parallel()
+	name := unique(t)
+	spec := tlsprofile.Spec{Type: tlsprofile.ProfileModern, Source: tlsprofile.SourceStatic}
+	target, res := tlsProfileFixture(t, name, spec)
+	recordTLSProfiles(t) // a record without it: nothing of this profile is kept yet
+	startReconciler(t, "--leader-elect=false")
+	ctx := context.Background()
+
+	// Drift while the profile is not kept stays.
+	patch := []byte(`{"data":{"profile.json":"{\"type\":\"Old\"}"}}`)
+	if _, err := env.Clientset().CoreV1().ConfigMaps("default").Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	recordTLSProfiles(t, name)
+	took := waitFor(t, configMapLW(name), &corev1.ConfigMap{}, "profile.json restored once recorded", hasDoc(res.JSON))
+	t.Logf("profile.json restored %s after the record named it", took)
+
+	// Second level: the profile's resource adds a rollout target.
+	second := tlsTargetDeployment(t, name+"-b")
+	ac, err := tlsprofile.ConfigMap("default", name, spec, res, []tlsprofile.Target{target, second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tlsprofile.ApplyConfigMap(ctx, env.Clientset().CoreV1(), ac); err != nil {
+		t.Fatal(err)
+	}
+	took = waitFor(t, deploymentLW(second.Name), &appsv1.Deployment{}, "hash annotation on the added target", hasHash(res.Hash))
+	t.Logf("added target annotated after %s", took)
 }
 
 // TestReconcileTLSProfileFollowsCluster: a profile ConfigMap with source
@@ -151,7 +208,8 @@ func TestReconcileTLSProfileFollowsCluster(t *testing.T) {
 	// The same with fips, which the cluster does not say: the record does.
 	fipsName := name + "-fips"
 	_, _ = tlsProfileFixture(t, fipsName, tlsprofile.Spec{Source: tlsprofile.SourceCluster, FIPS: true})
-	startReconciler(t, "--leader-elect=false", "--tls-profile-configmaps=default/"+name+",default/"+fipsName)
+	recordTLSProfiles(t, name, fipsName)
+	startReconciler(t, "--leader-elect=false")
 
 	modern, _, err := tlsprofile.Resolve(tlsprofile.Spec{Type: tlsprofile.ProfileModern, Source: tlsprofile.SourceCluster}, tlsprofile.AdherenceNoOpinion)
 	if err != nil {

@@ -307,9 +307,18 @@ func TestTLSProfiles(t *testing.T) {
 	if want := []TLSProfile{a, {Namespace: b.Namespace, Name: b.Name, Targets: []tlsprofile.Target{}}}; !reflect.DeepEqual(got.TLSProfiles, want) {
 		t.Errorf("observed TLS profiles %+v, want %+v", got.TLSProfiles, want)
 	}
-	if !slices.Contains(Args(got), "--tls-profile-configmaps=ri-tls-a/profile,ri-tls-b/edge.profile") {
-		t.Errorf("args %v", Args(got))
+	// The record is the reconciler's input: no argument names a profile.
+	if args, none := Args(got), Args(Config{Namespace: c.Namespace, Name: c.Name}); !slices.Equal(args, none) {
+		t.Errorf("args %v, want those of an installation keeping nothing, %v", args, none)
 	}
+	generation := func() int64 {
+		d, err := core.AppsV1().Deployments(c.Namespace).Get(ctx, c.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Generation
+	}
+	before := generation()
 	rules := func(ns string) []string {
 		r, err := core.RbacV1().Roles(ns).Get(ctx, c.TLSProfileRoleName(), metav1.GetOptions{})
 		if err != nil {
@@ -350,6 +359,9 @@ func TestTLSProfiles(t *testing.T) {
 	// DaemonSet. Then none: both Roles go.
 	c.TLSProfiles = []TLSProfile{a}
 	mustApply(t, c)
+	if after := generation(); after != before {
+		t.Errorf("changing tls_profiles changed the Deployment (generation %d → %d): only the record should change", before, after)
+	}
 	if got, want := rules("ri-tls-b"), []string{"apps/daemonsets [agent] [get list watch patch]"}; !slices.Equal(got, want) {
 		t.Errorf("Role in ri-tls-b with profile a only:\n got %q\nwant %q", got, want)
 	}

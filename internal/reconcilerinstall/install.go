@@ -103,13 +103,13 @@ type Config struct {
 	// so the two never take the field from each other.
 	FieldManager string
 	// TLSProfiles are the kmshealth_tls_profile_configmap ConfigMaps the
-	// reconciler keeps (--tls-profile-configmaps), each with its rollout
+	// reconciler keeps (record entries tlsprofile.*), each with its rollout
 	// targets: RBAC grants exactly these ConfigMaps and targets, and the
 	// admission policies let it change only profile.json and the targets'
 	// hash annotation.
 	TLSProfiles []TLSProfile
 	// RBACProxies are the kmshealth_rbac_proxy_sidecar workloads whose
-	// sidecar the reconciler puts back (--rbac-proxy-configmaps), each
+	// sidecar the reconciler puts back (record entries rbacproxy.*), each
 	// with the sidecar whole: RBAC grants exactly these workloads and their
 	// config ConfigMaps, and the admission policy pins the sidecar it may
 	// write to exactly this container and these volumes.

@@ -2,8 +2,6 @@ package reconcilerinstall
 
 import (
 	"maps"
-	"slices"
-	"strings"
 
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 
@@ -43,7 +41,11 @@ type Pattern struct {
 	Record     func(c Config) map[string]string
 	ReadRecord func(c *Config, data map[string]string)
 	// Args are its flags of the reconcile mode; ReadArgs reads them back
-	// from the Deployment's arguments, parsed by the mode itself.
+	// from the Deployment's arguments, parsed by the mode itself. What to
+	// keep is never a flag but a record entry (ARCHITECTURE.md, "How a
+	// pattern flows"): a flag is a setting of the controller
+	// (--field-manager, --kms-target), and changing one rolls the
+	// Deployment.
 	Args     func(c Config) []string
 	ReadArgs func(c *Config, o reconciler.Options)
 	// Policies are its ValidatingAdmissionPolicies. They are installed
@@ -164,19 +166,4 @@ func PatternRoles(c Config) ([]*rbacv1ac.RoleApplyConfiguration, []*rbacv1ac.Rol
 		}
 	}
 	return roles, bindings
-}
-
-// listFlag is --flag=<ids> for the entries of a pattern that takes its
-// list as a flag, sorted (the order of the attribute does not matter, and
-// a reordering must not roll the Deployment); none for no entries.
-func listFlag[T any](flag string, entries []T, id func(T) string) []string {
-	if len(entries) == 0 {
-		return nil
-	}
-	ids := make([]string, len(entries))
-	for i, e := range entries {
-		ids[i] = id(e)
-	}
-	slices.Sort(ids)
-	return []string{"--" + flag + "=" + strings.Join(ids, ",")}
 }

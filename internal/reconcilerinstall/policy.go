@@ -70,7 +70,7 @@ func WorkloadPolicy(c Config) install.Policy {
 			// writable (the id is not a proxy's).
 			continue
 		}
-		get(p.resource() + "/" + p.Target.Namespace + "/" + p.Target.Name).pinned = &pinned
+		get(workloadResource(p) + "/" + p.Target.Namespace + "/" + p.Target.Name).pinned = &pinned
 	}
 	// Per workload, one CEL conjunction that holds only for the pinned
 	// object (pinExpr): scalar leaves and exact key sets, so it does not

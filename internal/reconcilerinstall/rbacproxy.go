@@ -1,7 +1,6 @@
 package reconcilerinstall
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/rbacproxy"
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconciler"
 )
 
 // ComponentRBACProxies labels the rbac proxies Roles, named
@@ -26,10 +24,10 @@ const (
 )
 
 // rbacProxyPattern is pattern 3 (Config.RBACProxies,
-// kmshealth_reconciler.rbac_proxy_sidecars): --rbac-proxy-configmaps, a
-// Role per namespace naming the config ConfigMaps and protected
-// workloads, the record entries (read back only) and the workloads
-// policy, which pins the sidecar whole and also carries the TLS rollout
+// kmshealth_reconciler.rbac_proxy_sidecars): the record entries (the
+// reconciler's input: which config ConfigMaps to follow; no flag, so a new
+// entry rolls nothing), a Role per namespace naming the config ConfigMaps
+// and protected workloads, and the workloads policy, which pins the sidecar whole and also carries the TLS rollout
 // targets' hash annotation (one policy per kind of object: every policy
 // matching a request must allow it).
 var rbacProxyPattern = Pattern{
@@ -45,21 +43,16 @@ var rbacProxyPattern = Pattern{
 		if len(c.RBACProxies) == 0 {
 			return nil
 		}
-		return rbacProxiesRecord(c.RBACProxies)
+		return rbacproxy.RecordData(c.RBACProxies)
 	},
-	ReadRecord: func(c *Config, data map[string]string) { c.RBACProxies = rbacProxiesFromRecord(data) },
-	Args: func(c Config) []string {
-		return listFlag(reconciler.RBACProxyConfigMapsFlag, c.RBACProxies, RBACProxy.ConfigMapID)
-	},
-	Policies: func(c Config) []install.Policy { return []install.Policy{WorkloadPolicy(c)} },
+	ReadRecord: func(c *Config, data map[string]string) { c.RBACProxies = rbacproxy.FromRecord(data) },
+	Policies:   func(c Config) []install.Policy { return []install.Policy{WorkloadPolicy(c)} },
 }
 
-// RBACProxy is one protected workload and the sidecar it carries.
+// RBACProxy is one protected workload and the sidecar it carries, as the
+// record holds it (its codec is the pattern's own).
 //
-// Pinned is the whole sidecar (rbacproxy.Config.EncodePinned: the
-// container, its volumes and the config hash, normalised with the API
-// server's defaults), which the admission policy pins field for field.
-// The installer learns it from the sidecar resource's pinned_sidecar
+// The installer learns Pinned from the sidecar resource's pinned_sidecar
 // attribute, passed into this entry like image and args, rather than by
 // reading the sidecar's record ConfigMap at install time: the attribute
 // changes in the same plan as the sidecar (a new resources request, TLS
@@ -68,21 +61,10 @@ var rbacProxyPattern = Pattern{
 // reconciler's every restore of today's — until someone re-applied the
 // reconciler by hand. Image and Args stay, checked against Pinned, so a
 // wiring mistake (one sidecar's pin on another entry) fails at apply.
-type RBACProxy struct {
-	Target rbacproxy.Target `json:"target"`
-	Image  string           `json:"image"`
-	Args   []string         `json:"args"`
-	Pinned string           `json:"pinned,omitempty"`
-}
+type RBACProxy = rbacproxy.Kept
 
-// ConfigMapID is <namespace>/<name> of the workload's config ConfigMap,
-// as --rbac-proxy-configmaps takes it.
-func (p RBACProxy) ConfigMapID() string {
-	return p.Target.Namespace + "/" + rbacproxy.ObjectName(p.Target)
-}
-
-// resource is the workload's apps/v1 resource.
-func (p RBACProxy) resource() string { return strings.ToLower(string(p.Target.Kind)) + "s" }
+// workloadResource is the protected workload's apps/v1 resource.
+func workloadResource(p RBACProxy) string { return strings.ToLower(string(p.Target.Kind)) + "s" }
 
 // validateRBACProxies checks the workloads RBAC will name and the pinned
 // sidecar; each workload once.
@@ -141,38 +123,6 @@ func (c Config) RBACProxyNamespaces() []string {
 // RBACProxyNamespaces.
 func (c Config) RBACProxyRoleName() string { return sourcesRolePrefix + c.Name + rbacProxiesRoleSuffix }
 
-// rbacProxyRecordPrefix prefixes the record's rbac proxy keys:
-// "rbacproxy.<namespace>.<kind>.<workload>" (shortened as a label value)
-// = the RBACProxy as JSON.
-const rbacProxyRecordPrefix = "rbacproxy."
-
-func rbacProxiesRecord(proxies []RBACProxy) map[string]string {
-	out := make(map[string]string, len(proxies))
-	for _, p := range proxies {
-		b, _ := json.Marshal(p) // strings only: cannot fail
-		out[rbacProxyRecordPrefix+p.Target.Namespace+"."+rbacproxy.ForLabelValue(p.Target)] = string(b)
-	}
-	return out
-}
-
-// rbacProxiesFromRecord reads the record's rbac proxies, sorted by
-// workload; entries that do not parse are left out.
-func rbacProxiesFromRecord(data map[string]string) []RBACProxy {
-	var out []RBACProxy
-	for k, v := range data {
-		if !strings.HasPrefix(k, rbacProxyRecordPrefix) {
-			continue
-		}
-		var p RBACProxy
-		if json.Unmarshal([]byte(v), &p) != nil {
-			continue
-		}
-		out = append(out, p)
-	}
-	slices.SortFunc(out, func(a, b RBACProxy) int { return strings.Compare(a.Target.String(), b.Target.String()) })
-	return out
-}
-
 // rbacProxiesRules are the rules of the Role in namespace ns that let the rbac
 // proxy controller read and watch the config ConfigMaps there and read,
 // watch and patch the protected workloads there, each by name, and record
@@ -185,7 +135,7 @@ func rbacProxiesRules(c Config, ns string) []*rbacv1ac.PolicyRuleApplyConfigurat
 			continue
 		}
 		cms = append(cms, rbacproxy.ObjectName(p.Target))
-		byResource[p.resource()] = append(byResource[p.resource()], p.Target.Name)
+		byResource[workloadResource(p)] = append(byResource[workloadResource(p)], p.Target.Name)
 	}
 	slices.Sort(cms)
 	rules := []*rbacv1ac.PolicyRuleApplyConfiguration{

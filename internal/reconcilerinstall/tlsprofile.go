@@ -1,7 +1,6 @@
 package reconcilerinstall
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -15,7 +14,6 @@ import (
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
-	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconciler"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
 )
 
@@ -27,10 +25,11 @@ const (
 )
 
 // tlsProfilePattern is pattern 2 (Config.TLSProfiles,
-// kmshealth_reconciler.tls_profiles): --tls-profile-configmaps, a Role
-// per namespace naming the profile ConfigMaps and rollout targets, read
-// access to OpenShift's APIServer "cluster", the record entries (read
-// back only) and the profile ConfigMap policy. Its targets' part of the
+// kmshealth_reconciler.tls_profiles): the record entries (the
+// reconciler's input: which profile ConfigMaps to keep; no flag, so a new
+// entry rolls nothing), a Role per namespace naming the profile
+// ConfigMaps and rollout targets, read access to OpenShift's APIServer
+// "cluster" and the profile ConfigMap policy. Its targets' part of the
 // workloads policy is in rbacProxyPattern's WorkloadPolicy: every policy
 // matching a request must allow it, so one kind has one policy.
 var tlsProfilePattern = Pattern{
@@ -56,24 +55,15 @@ var tlsProfilePattern = Pattern{
 		if len(c.TLSProfiles) == 0 {
 			return nil
 		}
-		return tlsProfilesRecord(c.TLSProfiles)
+		return tlsprofile.RecordData(c.TLSProfiles)
 	},
-	ReadRecord: func(c *Config, data map[string]string) { c.TLSProfiles = tlsProfilesFromRecord(data) },
-	Args: func(c Config) []string {
-		return listFlag(reconciler.TLSProfileConfigMapsFlag, c.TLSProfiles, TLSProfile.ID)
-	},
-	Policies: func(c Config) []install.Policy { return []install.Policy{TLSConfigMapPolicy(c)} },
+	ReadRecord: func(c *Config, data map[string]string) { c.TLSProfiles = tlsprofile.FromRecord(data) },
+	Policies:   func(c Config) []install.Policy { return []install.Policy{TLSConfigMapPolicy(c)} },
 }
 
-// TLSProfile is one profile ConfigMap and the workloads it rolls.
-type TLSProfile struct {
-	Namespace string              `json:"namespace"`
-	Name      string              `json:"name"`
-	Targets   []tlsprofile.Target `json:"rolloutTargets"`
-}
-
-// ID is <namespace>/<name>, as --tls-profile-configmaps takes it.
-func (p TLSProfile) ID() string { return p.Namespace + "/" + p.Name }
+// TLSProfile is one profile ConfigMap and the workloads it rolls, as
+// the record holds it (its codec is the pattern's own).
+type TLSProfile = tlsprofile.Kept
 
 // validateTLSProfiles checks the names RBAC will carry; each profile once.
 func (c Config) validateTLSProfiles() []error {
@@ -137,47 +127,6 @@ func (c Config) tlsTargets() []tlsprofile.Target {
 		return strings.Compare(a.Kind+"/"+a.Namespace+"/"+a.Name, b.Kind+"/"+b.Namespace+"/"+b.Name)
 	})
 	return slices.Compact(out)
-}
-
-// tlsProfileRecordPrefix prefixes the record's TLS profile keys:
-// "tlsprofile.<namespace>.<name>" = the rollout targets as JSON. A
-// namespace holds no dot, so the key splits unambiguously.
-const tlsProfileRecordPrefix = "tlsprofile."
-
-func tlsProfilesRecord(profiles []TLSProfile) map[string]string {
-	out := make(map[string]string, len(profiles))
-	for _, p := range profiles {
-		targets := p.Targets
-		if targets == nil {
-			targets = []tlsprofile.Target{}
-		}
-		b, _ := json.Marshal(targets) // strings only: cannot fail
-		out[tlsProfileRecordPrefix+p.Namespace+"."+p.Name] = string(b)
-	}
-	return out
-}
-
-// tlsProfilesFromRecord reads the record's TLS profiles, sorted by
-// namespace/name; entries that do not parse are left out.
-func tlsProfilesFromRecord(data map[string]string) []TLSProfile {
-	var out []TLSProfile
-	for k, v := range data {
-		rest, ok := strings.CutPrefix(k, tlsProfileRecordPrefix)
-		if !ok {
-			continue
-		}
-		ns, name, ok := strings.Cut(rest, ".")
-		if !ok {
-			continue
-		}
-		p := TLSProfile{Namespace: ns, Name: name}
-		if json.Unmarshal([]byte(v), &p.Targets) != nil {
-			continue
-		}
-		out = append(out, p)
-	}
-	slices.SortFunc(out, func(a, b TLSProfile) int { return strings.Compare(a.ID(), b.ID()) })
-	return out
 }
 
 // tlsProfilesRules are the rules of the Role in namespace ns that lets the

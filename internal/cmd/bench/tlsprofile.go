@@ -92,8 +92,14 @@ func (o tlsProfileOptions) run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The record names the profile, as kmshealth_reconciler's tls_profiles.
+	record := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-record"},
+		Data: tlsprofile.RecordData([]tlsprofile.Kept{{Namespace: "default", Name: name, Targets: []tlsprofile.Target{target}}})}
+	if _, err := core.CoreV1().ConfigMaps("default").Create(ctx, record, metav1.CreateOptions{}); err != nil {
+		return err
+	}
 	p, err := devenv.StartReconcile(ctx, bin, logf, env.Token, "--kubeconfig="+env.Kubeconfig, "--namespace=default",
-		"--record-configmap=", "--leader-elect=false", "--tls-profile-configmaps=default/"+name)
+		"--record-configmap="+record.Name, "--leader-elect=false")
 	if err != nil {
 		return fmt.Errorf("%w (log: %s)", err, logf.Name())
 	}

@@ -448,24 +448,14 @@ func startReconciler(ctx context.Context, bin string, env *testenv.Env) (*devenv
 	if err != nil {
 		return nil, err
 	}
-	// The sidecars to keep, as kmshealth_reconciler passes them to its pods.
-	installed, err := env.Clientset().AppsV1().Deployments(reconcilerNamespace).Get(ctx, reconcilerinstall.DefaultName, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	var sidecars []string
-	for _, a := range installed.Spec.Template.Spec.Containers[0].Args {
-		if strings.HasPrefix(a, "--rbac-proxy-configmaps=") {
-			sidecars = append(sidecars, a)
-		}
-	}
-	p, err := devenv.StartReconcile(ctx, bin, logf, env.Token, append([]string{"--kubeconfig=" + env.Kubeconfig,
-		"--namespace=" + reconcilerNamespace, "--record-configmap=" + reconcilerinstall.DefaultName + "-record",
-		"--kms-max-staleness=" + (kmshealth.StalenessFactor * reportInterval).String()}, sidecars...)...)
+	// What to keep (caBundles, TLS profiles, sidecars) is in the record.
+	p, err := devenv.StartReconcile(ctx, bin, logf, env.Token, "--kubeconfig="+env.Kubeconfig,
+		"--namespace="+reconcilerNamespace, "--record-configmap="+reconcilerinstall.DefaultName+"-record",
+		"--kms-max-staleness="+(kmshealth.StalenessFactor*reportInterval).String())
 	if err != nil {
 		return nil, fmt.Errorf("%w; see %s", err, logf.Name())
 	}
-	fmt.Printf("reconciler ready: metrics on %s, log %s, keeping %s\n", p.MetricsURL, logf.Name(), strings.Join(sidecars, " "))
+	fmt.Printf("reconciler ready: metrics on %s, log %s\n", p.MetricsURL, logf.Name())
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	leases := dynamic.NewForConfigOrDie(env.RESTConfig()).Resource(coordinationv1.SchemeGroupVersion.WithResource("leases")).Namespace(reconcilerNamespace)
