@@ -23,8 +23,10 @@ import (
 // for, a first install plans before the KMSHealth object exists, and
 // each part's monitoring input reaches its resource. `tofu test` destroys what it applied; this test
 // then checks that nothing of ours is left. It needs OpenTofu whichever CLI
-// TF_ACC_TERRAFORM_PATH names, so it runs (twice) under both passes of
-// make acc.
+// TF_ACC_TERRAFORM_PATH names (run by hand under Terraform, it finds tofu
+// itself); make acc runs it once, in the OpenTofu pass (scripts/test-acc.sh
+// leaves it out of the Terraform passes by name, where it would be the same
+// OpenTofu run again).
 func TestAccModule_tofuTest(t *testing.T) {
 	acceptance(t)
 	tofu := accCLIPath(t)
