@@ -125,12 +125,12 @@ func TestAccReconciler_monitoring(t *testing.T) {
 	})
 }
 
-// planReconciler plans a new kmshealth_reconciler with the given
-// attributes (all others null) through the provider's protocol server,
-// configured for the test control plane, as a CLI would, and returns the
-// plan's diagnostics: the warnings too, which the CLI-driven tests cannot
-// see.
-func planReconciler(t *testing.T, attrs map[string]tftypes.Value) []*tfprotov6.Diagnostic {
+// planResource plans a new typeName with attrs set (all others null)
+// through the provider's protocol server, configured for the test control
+// plane, as a CLI would, and returns the plan's diagnostics: the warnings
+// too, which the CLI-driven tests cannot see. An error diagnostic fails the
+// test.
+func planResource(t *testing.T, typeName string, attrs map[string]tftypes.Value) []*tfprotov6.Diagnostic {
 	t.Helper()
 	ctx := context.Background()
 	srv, err := protoV6["kmshealth"]()
@@ -156,10 +156,10 @@ func planReconciler(t *testing.T, attrs map[string]tftypes.Value) []*tfprotov6.D
 	if err != nil || hasError(cfg.Diagnostics) {
 		t.Fatalf("configure the provider: %v %v", err, cfg.Diagnostics)
 	}
-	resType := schemas.ResourceSchemas["kmshealth_reconciler"].ValueType()
+	resType := schemas.ResourceSchemas[typeName].ValueType()
 	config := objectWith(resType, attrs)
 	plan, err := srv.PlanResourceChange(ctx, &tfprotov6.PlanResourceChangeRequest{
-		TypeName:         "kmshealth_reconciler",
+		TypeName:         typeName,
 		Config:           dynamic(resType, config),
 		ProposedNewState: dynamic(resType, config),
 		PriorState:       dynamic(resType, tftypes.NewValue(resType, nil)),
@@ -207,31 +207,35 @@ func monitoringWarning(diags []*tfprotov6.Diagnostic) *tfprotov6.Diagnostic {
 	return nil
 }
 
-// TestReconcilerMonitoring_planWarning: the plan of a reconciler with
+// TestMonitoring_planWarning: the plan of a reconciler or a reporter with
 // monitoring warns, at monitoring, that prometheus-operator is not
 // installed while its CRDs are not served — and does not fail —, and
 // stops warning once they are; without monitoring it never warns.
 // Not parallel: the CRDs are cluster-wide.
-func TestReconcilerMonitoring_planWarning(t *testing.T) {
+func TestMonitoring_planWarning(t *testing.T) {
 	monType := tftypes.Object{AttributeTypes: map[string]tftypes.Type{"labels": tftypes.Map{ElementType: tftypes.String}, "rules": tftypes.Bool}}
+	ns := map[string]tftypes.Value{"namespace": tftypes.NewValue(tftypes.String, "kmshealth-system")}
 	withMonitoring := map[string]tftypes.Value{
-		"namespace": tftypes.NewValue(tftypes.String, "kmshealth-system"),
+		"namespace": ns["namespace"],
 		"monitoring": tftypes.NewValue(monType, map[string]tftypes.Value{
 			"labels": tftypes.NewValue(tftypes.Map{ElementType: tftypes.String}, nil),
 			"rules":  tftypes.NewValue(tftypes.Bool, nil),
 		}),
 	}
-	without := map[string]tftypes.Value{"namespace": tftypes.NewValue(tftypes.String, "kmshealth-system")}
-
-	d := monitoringWarning(planReconciler(t, withMonitoring))
-	if d == nil || d.Summary != "prometheus-operator is not installed" || !strings.Contains(d.Detail, "no monitoring object is written") {
-		t.Errorf("plan without prometheus-operator: monitoring warning %+v; want \"prometheus-operator is not installed\"", d)
-	}
-	if d := monitoringWarning(planReconciler(t, without)); d != nil {
-		t.Errorf("plan without monitoring: warning %+v", d)
+	resources := []string{"kmshealth_reconciler", "kmshealth_reporter"}
+	for _, typ := range resources {
+		d := monitoringWarning(planResource(t, typ, withMonitoring))
+		if d == nil || d.Summary != "prometheus-operator is not installed" || !strings.Contains(d.Detail, "no monitoring object is written") {
+			t.Errorf("%s plan without prometheus-operator: monitoring warning %+v; want \"prometheus-operator is not installed\"", typ, d)
+		}
+		if d := monitoringWarning(planResource(t, typ, ns)); d != nil {
+			t.Errorf("%s plan without monitoring: warning %+v", typ, d)
+		}
 	}
 	installPrometheusOperatorCRDs(t)
-	if d := monitoringWarning(planReconciler(t, withMonitoring)); d != nil {
-		t.Errorf("plan with prometheus-operator installed: warning %+v", d)
+	for _, typ := range resources {
+		if d := monitoringWarning(planResource(t, typ, withMonitoring)); d != nil {
+			t.Errorf("%s plan with prometheus-operator installed: warning %+v", typ, d)
+		}
 	}
 }
