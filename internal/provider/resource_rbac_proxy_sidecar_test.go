@@ -569,21 +569,25 @@ func nameKey(name string) string {
 // upstream: a caller whose RBAC allows the configured resource attributes
 // gets 200, one allowed the same resource in another API group or another
 // verb gets 403, one without access 403, no token 401, an ignored path
-// passes without a token, and a TLS 1.2 client is refused by the Modern
-// profile passed in as tls_profile. Twice: the default image's release
-// (rbacproxy.DefaultVersion, the binary $KMSHEALTH_KUBE_RBAC_PROXY from
-// tools/install.sh kube-rbac-proxy), and the oldest release whose flag set
-// kmshealth knows, v0.19.1 (image tag v0.19.1, the binary
+// passes without a token, and the listener takes exactly the TLS versions
+// and suites of the profile passed in as tls_profile (checkProxyTLS).
+// Three times: the default image's release (rbacproxy.DefaultVersion, the
+// binary $KMSHEALTH_KUBE_RBAC_PROXY from tools/install.sh kube-rbac-proxy)
+// under Modern and under Intermediate, and the oldest release whose flag
+// set kmshealth knows, v0.19.1 (image tag v0.19.1, the binary
 // $KMSHEALTH_KUBE_RBAC_PROXY_V019 from tools/install.sh
 // kube-rbac-proxy-v0.19), so the flags checked for it are the flags it
-// really takes.
+// really takes. No release takes the profile's groups (there is no flag
+// for them), so the groups are not under test here: the resource page says
+// so.
 func TestAccRBACProxySidecar_realProxy(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name, binEnv, tool, image, release string
+		name, binEnv, tool, image, release, profile string
 	}{
-		{"default", "KMSHEALTH_KUBE_RBAC_PROXY", "kube-rbac-proxy", "", rbacproxy.DefaultVersion},
-		{"v0-19-1", "KMSHEALTH_KUBE_RBAC_PROXY_V019", "kube-rbac-proxy-v0.19", "quay.io/brancz/kube-rbac-proxy:v0.19.1", "v0.19.1"},
+		{"default", "KMSHEALTH_KUBE_RBAC_PROXY", "kube-rbac-proxy", "", rbacproxy.DefaultVersion, "Modern"},
+		{"default-intermediate", "KMSHEALTH_KUBE_RBAC_PROXY", "kube-rbac-proxy", "", rbacproxy.DefaultVersion, "Intermediate"},
+		{"v0-19-1", "KMSHEALTH_KUBE_RBAC_PROXY_V019", "kube-rbac-proxy-v0.19", "quay.io/brancz/kube-rbac-proxy:v0.19.1", "v0.19.1", "Modern"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -597,14 +601,14 @@ func TestAccRBACProxySidecar_realProxy(t *testing.T) {
 			if err != nil || !strings.Contains(string(out), tc.release) {
 				t.Fatalf("%s --version: %q, %v; want release %s", bin, out, err, tc.release)
 			}
-			testRealProxy(t, bin, tc.image)
+			testRealProxy(t, bin, tc.image, tc.profile)
 		})
 	}
 }
 
-// testRealProxy applies the sidecar with image (empty: the default) and
-// runs bin as it was applied.
-func testRealProxy(t *testing.T, bin, image string) {
+// testRealProxy applies the sidecar with image (empty: the default) behind
+// the predefined TLS profile named profile, and runs bin as it was applied.
+func testRealProxy(t *testing.T, bin, image, profile string) {
 	t.Helper()
 	imageLine := ""
 	if image != "" {
@@ -629,7 +633,7 @@ resource "kmshealth_tls_profile_configmap" "profile" {
   namespace = %[1]q
   name      = "tls-profile"
   profile {
-    type = "Modern"
+    type = %[6]q
   }
 }
 
@@ -655,7 +659,8 @@ resource "kmshealth_rbac_proxy_sidecar" "test" {
     }
   }
 }
-`, ns, upstream.port, listen, health, imageLine)
+`, ns, upstream.port, listen, health, imageLine, profile)
+	minVersion := map[string]string{"Modern": "VersionTLS13", "Intermediate": "VersionTLS12"}[profile]
 	wantImage := image
 	if wantImage == "" {
 		wantImage = rbacproxy.DefaultImage
@@ -667,9 +672,9 @@ resource "kmshealth_rbac_proxy_sidecar" "test" {
 			Config: config,
 			Check: resource.ComposeAggregateTestCheckFunc(
 				resource.TestCheckResourceAttr(proxyAddr, "image", wantImage),
-				resource.TestCheckTypeSetElemAttr(proxyAddr, "args.*", "--tls-min-version=VersionTLS13"),
+				resource.TestCheckTypeSetElemAttr(proxyAddr, "args.*", "--tls-min-version="+minVersion),
 				checkSidecarLive(rbacproxy.KindDeployment, ns, "web", "web-sa", false, false),
-				func(*terraform.State) error { return runProxyAsApplied(t, bin, ns, "web", upstream, callers) },
+				func(*terraform.State) error { return runProxyAsApplied(t, bin, ns, "web", upstream, callers, profile) },
 			),
 		}},
 	})
@@ -728,7 +733,7 @@ func freePort(t *testing.T) int {
 // local process (devenv.StartRBACProxy: exactly the applied arguments and
 // config file), and reports who got through that should not have, and
 // who did not that should have.
-func runProxyAsApplied(t *testing.T, bin, ns, name string, upstream *upstreamServer, callers proxyCallers) error {
+func runProxyAsApplied(t *testing.T, bin, ns, name string, upstream *upstreamServer, callers proxyCallers, profile string) error {
 	t.Helper()
 	ctx := context.Background()
 	cs := env.Clientset()
@@ -779,18 +784,61 @@ func runProxyAsApplied(t *testing.T, bin, ns, name string, upstream *upstreamSer
 	if got, want := upstream.requests(), []string{"GET /metrics", "GET /public/info"}; !slices.Equal(got, want) {
 		errs = append(errs, fmt.Errorf("the upstream saw %q, want only the allowed requests %q", got, want))
 	}
-	// tls_profile (Modern) set --tls-min-version=VersionTLS13.
-	conn, err := tls.Dial("tcp", strings.TrimPrefix(proxy.URL, "https://"), &tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS12}) //nolint:gosec // only the version is under test
-	if err == nil {
-		_ = conn.Close()
-		errs = append(errs, errors.New("a TLS 1.2 client connected, want it refused by the Modern profile's minimum of TLS 1.3"))
-	} else {
-		t.Logf("a TLS 1.2 client is refused: %v", err)
-	}
+	errs = append(errs, checkProxyTLS(t, strings.TrimPrefix(proxy.URL, "https://"), profile)...)
 	if len(errs) > 0 {
 		return fmt.Errorf("kube-rbac-proxy %q as applied: %w\n%s", proxy.Args, errors.Join(errs...), proxy.Output.String())
 	}
 	return nil
+}
+
+// checkProxyTLS dials the proxy's listener at addr with clients inside and
+// outside the predefined profile (Modern: TLS 1.3 only; Intermediate: TLS
+// 1.2 and 1.3, TLS 1.2 with ECDHE and AES-GCM or ChaCha20 only) and returns
+// what it took or refused against the profile. Every client offers the
+// suites of both key types, so the listener's certificate does not decide.
+func checkProxyTLS(t *testing.T, addr, profile string) []error {
+	t.Helper()
+	gcm := []uint16{tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}
+	cbc := []uint16{tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA, tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA}
+	type client struct {
+		what       string
+		minV, maxV uint16
+		suites     []uint16
+		accept     bool
+	}
+	var clients []client
+	switch profile {
+	case "Modern":
+		clients = []client{
+			{"a TLS 1.3 client", tls.VersionTLS13, tls.VersionTLS13, nil, true},
+			{"a TLS 1.2 client with the AES-GCM suites", tls.VersionTLS12, tls.VersionTLS12, gcm, false},
+		}
+	case "Intermediate":
+		clients = []client{
+			{"a TLS 1.3 client", tls.VersionTLS13, tls.VersionTLS13, nil, true},
+			{"a TLS 1.2 client with the ECDHE AES-GCM suites", tls.VersionTLS12, tls.VersionTLS12, gcm, true},
+			{"a TLS 1.2 client with only ECDHE AES-CBC suites, which Intermediate leaves out", tls.VersionTLS12, tls.VersionTLS12, cbc, false},
+			{"a TLS 1.1 client", tls.VersionTLS10, tls.VersionTLS11, append(slices.Clone(gcm), cbc...), false},
+		}
+	default:
+		return []error{fmt.Errorf("checkProxyTLS: no clients for profile %q", profile)}
+	}
+	var errs []error
+	for _, c := range clients {
+		conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, MinVersion: c.minV, MaxVersion: c.maxV, CipherSuites: c.suites}) //nolint:gosec // only the version and the suites are under test
+		if err == nil {
+			_ = conn.Close()
+		}
+		switch {
+		case c.accept && err != nil:
+			errs = append(errs, fmt.Errorf("%s was refused, want it taken under %s: %w", c.what, profile, err))
+		case !c.accept && err == nil:
+			errs = append(errs, fmt.Errorf("%s connected, want it refused under %s", c.what, profile))
+		default:
+			t.Logf("%s under %s: connected=%t (%v)", c.what, profile, err == nil, err)
+		}
+	}
+	return errs
 }
 
 // callerToken is a token of a new ServiceAccount ns/name allowed get on
