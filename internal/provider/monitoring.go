@@ -108,7 +108,7 @@ func monitoringConfig(ctx context.Context, v types.Object) (*reporterinstall.Mon
 // served, with a warning when they are not (monitoring is then not
 // written).
 func monitoringAvailable(ctx context.Context, cl install.Clients, diags *diag.Diagnostics) bool {
-	ok, err := reporterinstall.MonitoringAvailable(ctx, cl)
+	ok, err := install.MonitoringAvailable(ctx, cl)
 	if err != nil {
 		diags.AddAttributeWarning(path.Root("monitoring"), "Cannot tell whether prometheus-operator is installed",
 			fmt.Sprintf("%v. No monitoring object is written now; apply again once discovery answers.", err))

@@ -67,7 +67,7 @@ func monitoringUnlessUnserved(ctx context.Context, cl install.Clients, want *rec
 	if want.Monitoring == nil {
 		return
 	}
-	if ok, err := reconcilerinstall.MonitoringAvailable(ctx, cl); err == nil && !ok {
+	if ok, err := install.MonitoringAvailable(ctx, cl); err == nil && !ok {
 		want.Monitoring = nil
 	}
 }

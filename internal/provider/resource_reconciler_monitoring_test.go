@@ -44,11 +44,11 @@ func checkReconcilerMonitoring(ns, name string, on, rules bool) resource.TestChe
 			want            bool
 		}{
 			{install.ServiceAccounts, ns, c.ScraperName(), on},
-			{reconcilerinstall.Secrets, ns, c.ScraperName() + "-token", on},
+			{install.Secrets, ns, c.ScraperName() + "-token", on},
 			{install.ClusterRoles, "", c.ScraperClusterRoleName(), on},
 			{install.ClusterRoleBindings, "", c.ScraperClusterRoleName(), on},
-			{reconcilerinstall.PodMonitors, ns, c.ScraperName(), on},
-			{reconcilerinstall.PrometheusRules, ns, name, on && rules},
+			{install.PodMonitors, ns, c.ScraperName(), on},
+			{install.PrometheusRules, ns, name, on && rules},
 		} {
 			u, err := get(o.kind, o.namespace, o.name)
 			switch {
@@ -58,7 +58,7 @@ func checkReconcilerMonitoring(ns, name string, on, rules bool) resource.TestChe
 				errs = append(errs, fmt.Errorf("%s %s exists; want none", o.kind.Name, o.name))
 			case !o.want && !apierrors.IsNotFound(err): // a kind that is not served is NotFound too
 				errs = append(errs, fmt.Errorf("%s %s: %w", o.kind.Name, o.name, err))
-			case o.want && o.kind == reconcilerinstall.PrometheusRules:
+			case o.want && o.kind == install.PrometheusRules:
 				groups, _, _ := unstructured.NestedSlice(u.Object, "spec", "groups")
 				if len(groups) != 1 || groups[0].(map[string]any)["name"] != monitoring.GroupReconciler {
 					errs = append(errs, fmt.Errorf("PrometheusRule %s/%s groups %v; want the one group %s", ns, name, groups, monitoring.GroupReconciler))

@@ -589,7 +589,7 @@ func (r *reporterResource) Read(ctx context.Context, req resource.ReadRequest, r
 		if want.Monitoring != nil {
 			// Without the prometheus-operator CRDs the monitoring objects
 			// cannot exist: not drift (plan warns instead).
-			if ok, err := reporterinstall.MonitoringAvailable(ctx, cl); err == nil && !ok {
+			if ok, err := install.MonitoringAvailable(ctx, cl); err == nil && !ok {
 				want.Monitoring = nil
 			}
 		}

@@ -62,7 +62,7 @@ func installPrometheusOperatorCRDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		return reporterinstall.MonitoringAvailable(ctx, cl)
+		return install.MonitoringAvailable(ctx, cl)
 	}); err != nil {
 		t.Fatalf("discovery does not serve the prometheus-operator CRDs: %v", err)
 	}
@@ -78,7 +78,7 @@ func checkMonitoring(ns, name string, podMonitor, rule bool) resource.TestCheckF
 			kind install.Kind
 			name string
 			want bool
-		}{{reporterinstall.PodMonitors, c.ScraperName(), podMonitor}, {reporterinstall.PrometheusRules, name, rule}} {
+		}{{install.PodMonitors, c.ScraperName(), podMonitor}, {install.PrometheusRules, name, rule}} {
 			_, err := dynamicClient().Resource(o.kind.GVR).Namespace(ns).Get(ctx, o.name, metav1.GetOptions{})
 			switch {
 			case o.want && err != nil:

@@ -26,7 +26,7 @@ func Declare(c Config) install.Declaration {
 		Namespace:     c.Namespace,
 		NamespaceHint: "create it first, or set create_namespace = true to let kmshealth create it (and delete it on destroy)",
 		Sweep: []install.Kind{install.Roles, install.RoleBindings, install.PodDisruptionBudgets,
-			install.ValidatingAdmissionPolicies, install.ValidatingAdmissionPolicyBindings, PodMonitors, PrometheusRules},
+			install.ValidatingAdmissionPolicies, install.ValidatingAdmissionPolicyBindings, install.PodMonitors, install.PrometheusRules},
 	}
 	add := func(kind install.Kind, namespace, name string, body any) {
 		d.Objects = append(d.Objects, install.Object{ID: install.ID{Kind: kind, Namespace: namespace, Name: name}, Body: body})

@@ -1,16 +1,13 @@
 package reconcilerinstall
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
@@ -25,7 +22,7 @@ import (
 // else), and optionally the reconciler's alert rules (group
 // kmshealth-reconciler of internal/monitoring) as a PrometheusRule.
 // Written only while the prometheus-operator CRDs are served
-// (MonitoringAvailable); the caller drops it, with a warning, otherwise.
+// (install.MonitoringAvailable); the caller drops it, with a warning, otherwise.
 type Monitoring struct {
 	// Labels go on the PodMonitor and the PrometheusRule, for the
 	// Prometheus' podMonitorSelector and ruleSelector.
@@ -37,32 +34,6 @@ type Monitoring struct {
 
 // ComponentMonitoring labels the monitoring objects.
 const ComponentMonitoring = "monitoring"
-
-// The prometheus-operator kinds, and the scraper's token Secret.
-var (
-	monitoringGV    = schema.GroupVersion{Group: "monitoring.coreos.com", Version: "v1"}
-	PodMonitors     = install.CustomKind("PodMonitor", monitoringGV.WithResource("podmonitors"), true)
-	PrometheusRules = install.CustomKind("PrometheusRule", monitoringGV.WithResource("prometheusrules"), true)
-	Secrets         = install.CustomKind("Secret", corev1.SchemeGroupVersion.WithResource("secrets"), true)
-)
-
-// MonitoringAvailable reports whether the API server serves PodMonitors
-// and PrometheusRules (the prometheus-operator CRDs are installed).
-func MonitoringAvailable(ctx context.Context, cl install.Clients) (bool, error) {
-	_ = ctx // discovery takes no context
-	list, err := cl.Core.Discovery().ServerResourcesForGroupVersion(monitoringGV.String())
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("discover %s: %w", monitoringGV, err)
-	}
-	var served []string
-	for _, r := range list.APIResources {
-		served = append(served, r.Name)
-	}
-	return slices.Contains(served, PodMonitors.GVR.Resource) && slices.Contains(served, PrometheusRules.GVR.Resource), nil
-}
 
 // ScraperName names the scraper's ServiceAccount, its token Secret (with
 // the suffix -token) and the PodMonitor. It is the metrics Service's name
@@ -101,12 +72,12 @@ func monitoringObjects(c Config) []install.Object {
 	tokenName := c.ScraperName() + "-token"
 	objs := []install.Object{
 		{ID: id(install.ServiceAccounts, c.Namespace, c.ScraperName())},
-		{ID: id(Secrets, c.Namespace, tokenName)},
+		{ID: id(install.Secrets, c.Namespace, tokenName)},
 		{ID: id(install.ClusterRoles, "", c.ScraperClusterRoleName())},
 		{ID: id(install.ClusterRoleBindings, "", c.ScraperClusterRoleName())},
-		{ID: id(PodMonitors, c.Namespace, c.ScraperName()), ForeignHint: "remove monitoring, or delete that PodMonitor"},
+		{ID: id(install.PodMonitors, c.Namespace, c.ScraperName()), ForeignHint: "remove monitoring, or delete that PodMonitor"},
 	}
-	rule := install.Object{ID: id(PrometheusRules, c.Namespace, c.Name), ForeignHint: "set monitoring.rules = false, or delete that PrometheusRule"}
+	rule := install.Object{ID: id(install.PrometheusRules, c.Namespace, c.Name), ForeignHint: "set monitoring.rules = false, or delete that PrometheusRule"}
 	if byName {
 		return append(objs, rule)
 	}
@@ -128,7 +99,7 @@ func monitoringObjects(c Config) []install.Object {
 	objs[3].Body = rbacv1ac.ClusterRoleBinding(c.ScraperClusterRoleName()).WithLabels(labels).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName(c.ScraperClusterRoleName())).
 		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(c.ScraperName()).WithNamespace(c.Namespace))
-	pm := unstructuredObject(monitoringGV.String(), "PodMonitor", c.Namespace, c.ScraperName(), monitorLabels)
+	pm := unstructuredObject(install.PodMonitors.GVR.GroupVersion().String(), "PodMonitor", c.Namespace, c.ScraperName(), monitorLabels)
 	// No node relabel: the KMS aggregator's series carry their own node.
 	pm.Object["spec"] = monitoring.PodMonitorSpec(c.Namespace, c.SelectorLabels(), metricsPortName, tokenName, false)
 	objs[4].Body = pm
@@ -139,7 +110,7 @@ func monitoringObjects(c Config) []install.Object {
 	if err != nil {
 		panic("reconcilerinstall: " + err.Error()) // the embedded rules are tested
 	}
-	body := unstructuredObject(monitoringGV.String(), "PrometheusRule", c.Namespace, c.Name, monitorLabels)
+	body := unstructuredObject(install.PrometheusRules.GVR.GroupVersion().String(), "PrometheusRule", c.Namespace, c.Name, monitorLabels)
 	body.Object["spec"] = map[string]any{"groups": []any{group}}
 	rule.Body = body
 	return append(objs, rule)
@@ -155,7 +126,7 @@ func monitoringDeclaration(c Config) install.Declaration {
 // PodMonitor is kmshealth's, with its labels less the installation's, and
 // rules when the PrometheusRule is too.
 func (l *Live) readMonitoring(c *Config) {
-	pm := l.Get(install.ID{Kind: PodMonitors, Namespace: c.Namespace, Name: c.ScraperName()})
+	pm := l.Get(install.ID{Kind: install.PodMonitors, Namespace: c.Namespace, Name: c.ScraperName()})
 	if !l.Owns(pm, false) {
 		return
 	}
@@ -170,7 +141,7 @@ func (l *Live) readMonitoring(c *Config) {
 		}
 		m.Labels[k] = v
 	}
-	m.Rules = l.Owns(l.Get(install.ID{Kind: PrometheusRules, Namespace: c.Namespace, Name: c.Name}), false)
+	m.Rules = l.Owns(l.Get(install.ID{Kind: install.PrometheusRules, Namespace: c.Namespace, Name: c.Name}), false)
 	c.Monitoring = m
 }
 

@@ -63,7 +63,7 @@ func installPrometheusOperatorCRDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		return MonitoringAvailable(ctx, clients())
+		return install.MonitoringAvailable(ctx, clients())
 	}); err != nil {
 		t.Fatalf("the prometheus-operator CRDs are established but discovery does not serve them: %v", err)
 	}
@@ -93,7 +93,7 @@ func canI(t *testing.T, namespace, sa string, spec authorizationv1.SubjectAccess
 func TestMonitoring(t *testing.T) {
 	ctx := context.Background()
 	dyn := clients().Dynamic
-	if ok, err := MonitoringAvailable(ctx, clients()); ok || err != nil {
+	if ok, err := install.MonitoringAvailable(ctx, clients()); ok || err != nil {
 		t.Fatalf("monitoring available before the CRDs are installed: %v (err=%v)", ok, err)
 	}
 	createNamespace(t, env.Clientset(), "ri-mon")
@@ -104,7 +104,7 @@ func TestMonitoring(t *testing.T) {
 	c.Monitoring = &Monitoring{Labels: map[string]string{"release": "kube-prometheus-stack"}, Rules: true}
 	mustApply(t, c)
 
-	pm, err := dyn.Resource(PodMonitors.GVR).Namespace(c.Namespace).Get(ctx, c.ScraperName(), metav1.GetOptions{})
+	pm, err := dyn.Resource(install.PodMonitors.GVR).Namespace(c.Namespace).Get(ctx, c.ScraperName(), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestMonitoring(t *testing.T) {
 		}
 	}
 
-	rule, err := dyn.Resource(PrometheusRules.GVR).Namespace(c.Namespace).Get(ctx, c.Name, metav1.GetOptions{})
+	rule, err := dyn.Resource(install.PrometheusRules.GVR).Namespace(c.Namespace).Get(ctx, c.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestMonitoring(t *testing.T) {
 
 	// A PodMonitor edited by hand is drift.
 	patch := []byte(`{"spec":{"podMetricsEndpoints":[{"port":"metrics","scheme":"http"}]}}`)
-	if _, err := dyn.Resource(PodMonitors.GVR).Namespace(c.Namespace).Patch(ctx, c.ScraperName(), "application/merge-patch+json", patch, metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+	if _, err := dyn.Resource(install.PodMonitors.GVR).Namespace(c.Namespace).Patch(ctx, c.ScraperName(), "application/merge-patch+json", patch, metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
 		t.Fatal(err)
 	}
 	if d := drift(t, c); !slices.Equal(d, []string{"PodMonitor ri-mon/rec-metrics was changed"}) {
@@ -186,7 +186,7 @@ func TestMonitoring(t *testing.T) {
 	// Rules off: the PrometheusRule goes (a leftover of a swept kind).
 	c.Monitoring.Rules = false
 	mustApply(t, c)
-	if _, err := dyn.Resource(PrometheusRules.GVR).Namespace(c.Namespace).Get(ctx, c.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := dyn.Resource(install.PrometheusRules.GVR).Namespace(c.Namespace).Get(ctx, c.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("PrometheusRule still there with rules off (err=%v)", err)
 	}
 	if got := observe(t, c).Config().Monitoring; got == nil || got.Rules {

@@ -95,7 +95,7 @@ func Declare(c Config) install.Declaration {
 		d.Objects = append(d.Objects, mon...)
 	}
 	// PodMonitors and PrometheusRules: a rule turned off is a leftover.
-	d.Sweep = []install.Kind{install.ValidatingAdmissionPolicies, install.ValidatingAdmissionPolicyBindings, PodMonitors, PrometheusRules}
+	d.Sweep = []install.Kind{install.ValidatingAdmissionPolicies, install.ValidatingAdmissionPolicyBindings, install.PodMonitors, install.PrometheusRules}
 	return d
 }
 

@@ -1,15 +1,11 @@
 package reporterinstall
 
 import (
-	"context"
-	"fmt"
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 
@@ -22,7 +18,7 @@ import (
 // of a scraper ServiceAccount of its own (allowed get on /metrics, nothing
 // else), and optionally kmshealth's KMS alert rules as a PrometheusRule.
 // Written only while the prometheus-operator CRDs are served
-// (MonitoringAvailable); the caller drops it, with a warning, otherwise.
+// (install.MonitoringAvailable); the caller drops it, with a warning, otherwise.
 type Monitoring struct {
 	// Labels go on the PodMonitor and the PrometheusRule, for the
 	// Prometheus' podMonitorSelector and ruleSelector.
@@ -34,32 +30,6 @@ type Monitoring struct {
 
 // ComponentMonitoring labels the monitoring objects.
 const ComponentMonitoring = "monitoring"
-
-// The prometheus-operator kinds, and the token Secret of the scraper.
-var (
-	monitoringGV    = schema.GroupVersion{Group: "monitoring.coreos.com", Version: "v1"}
-	PodMonitors     = install.CustomKind("PodMonitor", monitoringGV.WithResource("podmonitors"), true)
-	PrometheusRules = install.CustomKind("PrometheusRule", monitoringGV.WithResource("prometheusrules"), true)
-	Secrets         = install.CustomKind("Secret", corev1.SchemeGroupVersion.WithResource("secrets"), true)
-)
-
-// MonitoringAvailable reports whether the API server serves PodMonitors
-// and PrometheusRules (the prometheus-operator CRDs are installed).
-func MonitoringAvailable(ctx context.Context, cl install.Clients) (bool, error) {
-	_ = ctx // discovery takes no context
-	list, err := cl.Core.Discovery().ServerResourcesForGroupVersion(monitoringGV.String())
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("discover %s: %w", monitoringGV, err)
-	}
-	served := map[string]bool{}
-	for _, r := range list.APIResources {
-		served[r.Name] = true
-	}
-	return served[PodMonitors.GVR.Resource] && served[PrometheusRules.GVR.Resource], nil
-}
 
 // ScraperName names the scraper's ServiceAccount, its token Secret (with
 // the suffix -token) and the PodMonitor.
@@ -97,7 +67,7 @@ func monitoringObjects(c Config) ([]install.Object, error) {
 	binding := rbacv1ac.ClusterRoleBinding(c.ScraperClusterRoleName()).WithLabels(labels).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName(c.ScraperClusterRoleName())).
 		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(c.ScraperName()).WithNamespace(c.Namespace))
-	pm := unstructuredObject(monitoringGV.String(), "PodMonitor", c.Namespace, c.ScraperName(), monitorLabels)
+	pm := unstructuredObject(install.PodMonitors.GVR.GroupVersion().String(), "PodMonitor", c.Namespace, c.ScraperName(), monitorLabels)
 	// The per-node panels and alerts group by node.
 	pm.Object["spec"] = monitoring.PodMonitorSpec(c.Namespace, c.SelectorLabels(), metricsPortName, c.ScraperName()+"-token", true)
 	id := func(kind install.Kind, namespace, name string) install.ID {
@@ -105,10 +75,10 @@ func monitoringObjects(c Config) ([]install.Object, error) {
 	}
 	objs := []install.Object{
 		{ID: id(install.ServiceAccounts, c.Namespace, c.ScraperName()), Body: body(sa)},
-		{ID: id(Secrets, c.Namespace, c.ScraperName()+"-token"), Body: body(token)},
+		{ID: id(install.Secrets, c.Namespace, c.ScraperName()+"-token"), Body: body(token)},
 		{ID: id(install.ClusterRoles, "", c.ScraperClusterRoleName()), Body: body(role)},
 		{ID: id(install.ClusterRoleBindings, "", c.ScraperClusterRoleName()), Body: body(binding)},
-		{ID: id(PodMonitors, c.Namespace, c.ScraperName()), Body: body(pm), ForeignHint: "remove monitoring, or delete that PodMonitor"},
+		{ID: id(install.PodMonitors, c.Namespace, c.ScraperName()), Body: body(pm), ForeignHint: "remove monitoring, or delete that PodMonitor"},
 	}
 	if byName || c.Monitoring.Rules {
 		var rule *unstructured.Unstructured
@@ -119,10 +89,10 @@ func monitoringObjects(c Config) ([]install.Object, error) {
 			if err != nil {
 				return nil, err
 			}
-			rule = unstructuredObject(monitoringGV.String(), "PrometheusRule", c.Namespace, c.Name, monitorLabels)
+			rule = unstructuredObject(install.PrometheusRules.GVR.GroupVersion().String(), "PrometheusRule", c.Namespace, c.Name, monitorLabels)
 			rule.Object["spec"] = map[string]any{"groups": []any{group}}
 		}
-		objs = append(objs, install.Object{ID: id(PrometheusRules, c.Namespace, c.Name), Body: body(rule),
+		objs = append(objs, install.Object{ID: id(install.PrometheusRules, c.Namespace, c.Name), Body: body(rule),
 			ForeignHint: "set monitoring.rules = false, or delete that PrometheusRule"})
 	}
 	return objs, nil

@@ -38,7 +38,7 @@ func installPrometheusOperatorCRDs(t *testing.T) {
 	}
 	must(t, install.Apply(ctx, installClients(t), d))
 	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		return MonitoringAvailable(ctx, installClients(t))
+		return install.MonitoringAvailable(ctx, installClients(t))
 	})
 	if err != nil {
 		t.Fatalf("the prometheus-operator CRDs are established but discovery does not serve them: %v", err)
@@ -65,7 +65,7 @@ func canI(t *testing.T, namespace, sa string, spec authorizationv1.SubjectAccess
 func TestMonitoring(t *testing.T) {
 	ctx := context.Background()
 	core, dyn := clients(t)
-	if ok, err := MonitoringAvailable(ctx, installClients(t)); ok || err != nil {
+	if ok, err := install.MonitoringAvailable(ctx, installClients(t)); ok || err != nil {
 		t.Fatalf("monitoring available before the CRDs are installed: %v (err=%v)", ok, err)
 	}
 	// Without the CRDs the objects are read (as missing) and not drift.
@@ -77,7 +77,7 @@ func TestMonitoring(t *testing.T) {
 	c.Monitoring = &Monitoring{Labels: map[string]string{"release": "kube-prometheus-stack"}, Rules: true}
 	mustApply(t, c)
 
-	pm, err := dyn.Resource(PodMonitors.GVR).Namespace(c.Namespace).Get(ctx, c.ScraperName(), metav1.GetOptions{})
+	pm, err := dyn.Resource(install.PodMonitors.GVR).Namespace(c.Namespace).Get(ctx, c.ScraperName(), metav1.GetOptions{})
 	must(t, err)
 	if pm.GetLabels()["release"] != "kube-prometheus-stack" {
 		t.Errorf("PodMonitor labels %v lack the selector label", pm.GetLabels())
@@ -86,7 +86,7 @@ func TestMonitoring(t *testing.T) {
 	if len(endpoints) != 1 || endpoints[0].(map[string]any)["port"] != metricsPortName {
 		t.Errorf("PodMonitor endpoints %v", endpoints)
 	}
-	rule, err := dyn.Resource(PrometheusRules.GVR).Namespace(c.Namespace).Get(ctx, c.Name, metav1.GetOptions{})
+	rule, err := dyn.Resource(install.PrometheusRules.GVR).Namespace(c.Namespace).Get(ctx, c.Name, metav1.GetOptions{})
 	must(t, err)
 	groups, _, _ := unstructured.NestedSlice(rule.Object, "spec", "groups")
 	if len(groups) != 1 {
@@ -123,7 +123,7 @@ func TestMonitoring(t *testing.T) {
 
 	// A PodMonitor edited by hand is drift.
 	patch := []byte(`{"spec":{"podMetricsEndpoints":[{"port":"metrics","scheme":"http"}]}}`)
-	_, err = dyn.Resource(PodMonitors.GVR).Namespace(c.Namespace).Patch(ctx, c.ScraperName(), "application/merge-patch+json", patch, metav1.PatchOptions{FieldManager: "kubectl-edit"})
+	_, err = dyn.Resource(install.PodMonitors.GVR).Namespace(c.Namespace).Patch(ctx, c.ScraperName(), "application/merge-patch+json", patch, metav1.PatchOptions{FieldManager: "kubectl-edit"})
 	must(t, err)
 	if d := drift(t, c); !slices.Equal(d, []string{"PodMonitor rep-mon/kmshealth-reporter-metrics was changed"}) {
 		t.Errorf("drift after an edit of the PodMonitor: %v", d)
@@ -133,7 +133,7 @@ func TestMonitoring(t *testing.T) {
 	// Rules off: the PrometheusRule goes (a leftover of a swept kind).
 	c.Monitoring.Rules = false
 	mustApply(t, c)
-	if _, err := dyn.Resource(PrometheusRules.GVR).Namespace(c.Namespace).Get(ctx, c.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := dyn.Resource(install.PrometheusRules.GVR).Namespace(c.Namespace).Get(ctx, c.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("PrometheusRule still there with rules off (err=%v)", err)
 	}
 	// Monitoring off: every monitoring object goes.
@@ -159,7 +159,7 @@ func TestMonitoring(t *testing.T) {
 	mustApply(t, c)
 	mustDelete(t, c, true)
 	checkNothingLeft(t, c)
-	if _, err := dyn.Resource(PodMonitors.GVR).Namespace(c.Namespace).Get(ctx, c.ScraperName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := dyn.Resource(install.PodMonitors.GVR).Namespace(c.Namespace).Get(ctx, c.ScraperName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("PodMonitor left after Delete (err=%v)", err)
 	}
 }
