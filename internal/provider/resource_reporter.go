@@ -60,6 +60,7 @@ type reporterModel struct {
 	ReadTimeout       types.String   `tfsdk:"read_timeout"`
 	WriteTimeout      types.String   `tfsdk:"write_timeout"`
 	Target            types.String   `tfsdk:"target"`
+	ReportFormat      types.String   `tfsdk:"report_format"`
 	InstallCRD        types.Bool     `tfsdk:"install_crd"`
 	NodeSelector      types.Map      `tfsdk:"node_selector"`
 	Tolerations       types.List     `tfsdk:"tolerations"`
@@ -173,6 +174,7 @@ func (m *reporterModel) config(ctx context.Context) (reporterinstall.Config, dia
 		diags.AddAttributeError(path.Root("target"), "Invalid target", err.Error())
 	}
 	c.Target = t
+	c.ReportFormat = kmshealth.ReportFormat(m.ReportFormat.ValueString())
 	mon, d := monitoringConfig(ctx, m.Monitoring)
 	diags.Append(d...)
 	c.Monitoring = mon
@@ -283,6 +285,19 @@ func (r *reporterResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 					"allows `patch` of `<resource>/status` of exactly this name. Changing it replaces the resource.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 				Validators:    []validator.String{targetString},
+			},
+			"report_format": schema.StringAttribute{
+				Optional: true, Computed: true,
+				Default: stringdefault.StaticString(string(kmshealth.FormatConditions)),
+				MarkdownDescription: "How each node's report is written on `target` (`--report-format`): `" + string(kmshealth.FormatConditions) +
+					"` (default), a `" + kmshealth.ReporterConditionPrefix + "<node>` condition in `status.conditions`; or `" +
+					string(kmshealth.FormatOpenShiftTyped) + "`, OpenShift's typed `status.encryptionStatus.healthReports` entries " +
+					"(openshift/api#2881), for an OpenShift operator object such as `operator.openshift.io/v1/kubeapiservers/cluster` " +
+					"(then `install_crd = false`; a `" + kmshealth.Kind + "` target has no such field and is refused). The admission " +
+					"policy follows the format: a reporter may change only its own node's condition, or only the `healthReports` " +
+					"entries whose `nodeName` is its node. `kmshealth_kms_plugin_health` reads either format. Changing it replaces the resource.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:    []validator.String{stringvalidator.OneOf(string(kmshealth.FormatConditions), string(kmshealth.FormatOpenShiftTyped))},
 			},
 			"install_crd": schema.BoolAttribute{
 				Optional: true, Computed: true,
@@ -435,6 +450,20 @@ func (r *reporterResource) ValidateConfig(ctx context.Context, req resource.Vali
 			resp.Diagnostics.AddAttributeError(path.Root("install_crd"), "CRD for another kind of target", err.Error()+".")
 		}
 	}
+	if !m.ReportFormat.IsNull() && !m.ReportFormat.IsUnknown() && !m.Target.IsUnknown() {
+		t := kmshealth.DefaultTarget()
+		if !m.Target.IsNull() {
+			if parsed, err := kmshealth.ParseTarget(m.Target.ValueString()); err == nil {
+				t = parsed
+			}
+		}
+		f := kmshealth.ReportFormat(m.ReportFormat.ValueString())
+		if _, err := kmshealth.ParseReportFormat(string(f)); err == nil { // else the attribute's validator reports it
+			if err := reporterinstall.CheckReportFormat(f, t); err != nil {
+				resp.Diagnostics.AddAttributeError(path.Root("report_format"), "Report format the target cannot hold", err.Error()+".")
+			}
+		}
+	}
 
 	if !m.SocketDir.IsNull() && !m.SocketDir.IsUnknown() && !m.AnySocketDir.IsUnknown() {
 		if err := reporterinstall.ValidateSocketDir(m.SocketDir.ValueString(), m.AnySocketDir.ValueBool()); err != nil {
@@ -574,6 +603,7 @@ func (r *reporterResource) Read(ctx context.Context, req resource.ReadRequest, r
 			return
 		}
 		state.Target = types.StringValue(got.Target.String())
+		state.ReportFormat = types.StringValue(string(got.ReportFormat))
 		state.InstallCRD = types.BoolValue(got.InstallCRD)
 		state.AdmissionPolicy = types.BoolValue(got.AdmissionPolicy)
 		state.AdmissionPolicyEnforced = types.BoolValue(got.AdmissionPolicy)
@@ -637,6 +667,7 @@ func (m *reporterModel) setLive(ctx context.Context, got, prior reporterinstall.
 	m.RunAsUser = types.Int64Value(got.RunAsUser)
 	m.RunAsGroup = types.Int64Value(got.RunAsGroup)
 	m.PriorityClassName = types.StringValue(got.PriorityClassName)
+	m.ReportFormat = types.StringValue(string(got.ReportFormat))
 	m.setLiveResources(got.Resources)
 	return diags
 }

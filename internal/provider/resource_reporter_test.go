@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -554,6 +555,13 @@ read_timeout = "2s"`)
 	wantSecond := want
 	wantSecond.args = []string{"report", "--interval=1m0s", "--read-timeout=2s", "--write-timeout=10s", "--target=" + target.String(),
 		"--health-probe-bind-address=:8082", "--metrics-bind-address=:8444", "--kms-socket=unix:///var/run/kmsplugin/kms-2.sock", "--kms-socket=unix:///var/run/kmsplugin/kms-3.sock"}
+	typed := body(`"unix:///var/run/kmsplugin/kms-3.sock", "unix:///var/run/kmsplugin/kms-2.sock"`, `probe_interval = "1m"
+read_timeout = "2s"
+report_format = "openshift-typed"`)
+	wantTyped := wantSecond
+	wantTyped.args = []string{"report", "--interval=1m0s", "--read-timeout=2s", "--write-timeout=10s", "--target=" + target.String(),
+		"--health-probe-bind-address=:8082", "--metrics-bind-address=:8444", "--report-format=openshift-typed",
+		"--kms-socket=unix:///var/run/kmsplugin/kms-2.sock", "--kms-socket=unix:///var/run/kmsplugin/kms-3.sock"}
 	other := target
 	other.Name = "other"
 	denied := append(deniedToReporter(ns, target), statusPatch(other))
@@ -613,6 +621,32 @@ read_timeout = "2s"`)
 			},
 			// 1m is stored as 1m0s: no diff.
 			{Config: second, PlanOnly: true},
+			{
+				// OpenShift's typed format replaces the installation: the
+				// DaemonSet passes it on, the admission policy follows it,
+				// and import reads it back.
+				Config: typed,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(reporterAddr, plancheck.ResourceActionReplace),
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(reporterAddr, "report_format", "openshift-typed"),
+					checkReporterObjects(ns, name, wantTyped),
+					func(*terraform.State) error {
+						p, err := env.Clientset().AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(context.Background(), "kmshealth-reporter."+ns+"."+name, metav1.GetOptions{})
+						if err != nil {
+							return err
+						}
+						for _, v := range p.Spec.Validations {
+							if strings.Contains(v.Message, "may change only .status.encryptionStatus.healthReports") {
+								return nil
+							}
+						}
+						return fmt.Errorf("the admission policy %s does not guard healthReports entries: %+v", p.Name, p.Spec)
+					},
+				),
+			},
+			{Config: typed, PlanOnly: true},
 			{
 				ResourceName: reporterAddr, ImportState: true, ImportStateId: ns + "/" + name, ImportStateVerify: true,
 				// The import reads Go's spelling of the duration.

@@ -143,6 +143,9 @@ func (c Config) Args() []string {
 		fmt.Sprintf("--health-probe-bind-address=:%d", HealthPort),
 		fmt.Sprintf("--metrics-bind-address=:%d", MetricsPort),
 	}
+	if c.ReportFormat != "" && c.ReportFormat != kmshealth.FormatConditions {
+		args = append(args, "--report-format="+string(c.ReportFormat))
+	}
 	if len(c.Sockets) == 0 {
 		return append(args, "--socket-dir="+c.SocketDir)
 	}

@@ -1,6 +1,7 @@
 package reporterinstall
 
 import (
+	"cmp"
 	"encoding/json"
 	"reflect"
 	"slices"
@@ -62,7 +63,9 @@ func roundTrip[T any](t *testing.T, ac any) *T {
 // apart.
 func TestArgsParseWithTheReportersOwnFlags(t *testing.T) {
 	t.Setenv("NODE_NAME", "cp-1") // as the downward API sets it
-	for name, c := range map[string]Config{"defaults": testConfig(), "sockets": socketsConfig()} {
+	typed := socketsConfig()
+	typed.ReportFormat = kmshealth.FormatOpenShiftTyped
+	for name, c := range map[string]Config{"defaults": testConfig(), "sockets": socketsConfig(), "typed": typed} {
 		t.Run(name, func(t *testing.T) {
 			o, err := ParseArgs(c.Args())
 			if err != nil {
@@ -80,6 +83,9 @@ func TestArgsParseWithTheReportersOwnFlags(t *testing.T) {
 			if o.SocketDir != c.SocketDir {
 				t.Errorf("socket dir %q, want %q", o.SocketDir, c.SocketDir)
 			}
+			if want := cmp.Or(c.ReportFormat, kmshealth.FormatConditions); o.ReportFormat != string(want) {
+				t.Errorf("report format %q, want %q", o.ReportFormat, want)
+			}
 		})
 	}
 	// Sockets are passed in keyID order, whatever the order given.
@@ -91,6 +97,32 @@ func TestArgsParseWithTheReportersOwnFlags(t *testing.T) {
 	if got := testConfig().Args(); !slices.Equal(got, []string{"report", "--interval=30s", "--read-timeout=5s", "--write-timeout=10s",
 		"--target=kmshealth.io/v1alpha1/kmshealths/cluster", "--health-probe-bind-address=:8082", "--metrics-bind-address=:8444", "--socket-dir=/var/run/kmsplugin"}) {
 		t.Errorf("default args %q", got)
+	}
+}
+
+// TestCheckReportFormat: the typed format needs a target whose schema has
+// status.encryptionStatus; the KMSHealth CRD's has not.
+func TestCheckReportFormat(t *testing.T) {
+	openshift := socketsConfig().Target
+	for _, tc := range []struct {
+		format kmshealth.ReportFormat
+		target kmshealth.Target
+		want   string // part of the error; "" for none
+	}{
+		{"", kmshealth.DefaultTarget(), ""},
+		{kmshealth.FormatConditions, kmshealth.DefaultTarget(), ""},
+		{kmshealth.FormatConditions, openshift, ""},
+		{kmshealth.FormatOpenShiftTyped, openshift, ""},
+		{kmshealth.FormatOpenShiftTyped, kmshealth.Target{Group: kmshealth.Group, Version: kmshealth.Version, Resource: kmshealth.Resource, Name: "other"}, "set target to the OpenShift operator object"},
+		{"typed", openshift, `"typed"`},
+	} {
+		err := CheckReportFormat(tc.format, tc.target)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s on %s: %v", tc.format, tc.target, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s on %s: error %v, want one containing %q", tc.format, tc.target, err, tc.want)
+		}
 	}
 }
 

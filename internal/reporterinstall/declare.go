@@ -418,5 +418,6 @@ func (l *Live) Config() (c Config, ok bool) {
 	c.Sockets, c.SocketDir = o.Sockets, o.SocketDir
 	c.Interval, c.ReadTimeout, c.WriteTimeout = o.Interval, o.ReadTimeout, o.WriteTimeout
 	c.Target = t
+	c.ReportFormat = kmshealth.ReportFormat(o.ReportFormat)
 	return c, true
 }

@@ -87,8 +87,13 @@ type Config struct {
 	WriteTimeout time.Duration
 	NodeSelector map[string]string
 	Tolerations  []corev1.Toleration
-	// Target is the object whose status.conditions receive the reports.
+	// Target is the object whose status receives the reports.
 	Target kmshealth.Target
+	// ReportFormat is how the reports are written on Target
+	// (--report-format): our KMSHealthReporter_<node> conditions, or
+	// OpenShift's typed status.encryptionStatus.healthReports. Empty means
+	// conditions.
+	ReportFormat kmshealth.ReportFormat
 	// InstallCRD installs the KMSHealth CRD and, when Target is a KMSHealth
 	// object, that object; Delete removes them again.
 	InstallCRD        bool
@@ -134,6 +139,7 @@ func DefaultConfig(namespace, version string) Config {
 		NodeSelector:      DefaultNodeSelector(),
 		Tolerations:       DefaultTolerations(),
 		Target:            kmshealth.DefaultTarget(),
+		ReportFormat:      kmshealth.FormatConditions,
 		InstallCRD:        true,
 		RunAsUser:         DefaultRunAsUser,
 		RunAsGroup:        DefaultRunAsUser,
@@ -252,6 +258,23 @@ func CheckInstallCRD(installCRD bool, t kmshealth.Target) error {
 	return nil
 }
 
+// CheckReportFormat rejects a format the reporter cannot write, and the
+// typed format on a KMSHealth target, whose schema has no
+// status.encryptionStatus (the API server would prune every report).
+func CheckReportFormat(f kmshealth.ReportFormat, t kmshealth.Target) error {
+	if f == "" {
+		return nil
+	}
+	if _, err := kmshealth.ParseReportFormat(string(f)); err != nil {
+		return err
+	}
+	if f == kmshealth.FormatOpenShiftTyped && t.Group == kmshealth.Group && t.Resource == kmshealth.Resource {
+		return fmt.Errorf("%q writes status.encryptionStatus.healthReports, which a %s object does not have: set target to the OpenShift operator object that carries them, e.g. %s, and install_crd = false; or keep report_format = %q",
+			f, kmshealth.Kind, "operator.openshift.io/v1/kubeapiservers/cluster", kmshealth.FormatConditions)
+	}
+	return nil
+}
+
 // Validate reports every problem at once; the provider checks the same at
 // plan time, attribute by attribute.
 func (c Config) Validate() error {
@@ -305,6 +328,9 @@ func (c Config) Validate() error {
 	}
 	if err := CheckInstallCRD(c.InstallCRD, c.Target); err != nil {
 		errs = append(errs, err)
+	}
+	if err := CheckReportFormat(c.ReportFormat, c.Target); err != nil {
+		errs = append(errs, fmt.Errorf("report_format: %w", err))
 	}
 	if c.RunAsUser < 0 || c.RunAsGroup < 0 {
 		errs = append(errs, fmt.Errorf("run_as_user %d, run_as_group %d: must not be negative", c.RunAsUser, c.RunAsGroup))

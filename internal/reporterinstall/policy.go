@@ -32,11 +32,13 @@ func (c Config) PolicyName() string { return "kmshealth-reporter." + c.Namespace
 // entry's JSON message is found by a regular expression (a quote inside a
 // JSON string is always escaped, so a detail cannot fake one).
 func StatusPolicy(c Config) install.Policy {
+	if c.ReportFormat == kmshealth.FormatOpenShiftTyped {
+		return typedStatusPolicy(c)
+	}
 	t := c.Target
 	if t == (kmshealth.Target{}) {
 		t = kmshealth.DefaultTarget()
 	}
-	skew := fmt.Sprintf("duration('%s')", kmshealth.MaxClockSkew)
 	return install.Policy{
 		Name:           c.PolicyName(),
 		Labels:         c.Labels(ComponentAdmission),
@@ -91,7 +93,7 @@ func StatusPolicy(c Config) install.Policy {
 				Message:    "a kmshealth reporter's message must be exactly what a reporter writes: a minified JSON array of {\"keyID\",\"kekID\"?,\"status\",\"lastChecked\",\"detail\"?} objects, keys spelt exactly and in that order",
 			},
 			{
-				Expression: `variables.lastChecked.all(t, t.matches('^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$'))`,
+				Expression: allRFC3339,
 				Message:    "every lastChecked in a kmshealth report must be an RFC 3339 timestamp",
 			},
 			{
@@ -99,14 +101,101 @@ func StatusPolicy(c Config) install.Policy {
 				// clock. A second write within the same second changes no
 				// entry (times are to the second): then the newest entry is
 				// this request's own, unchanged, stamp.
-				Expression: "variables.newMsg == variables.oldMsg || (size(variables.serverTimes) > 0 ? " +
-					"variables.serverTimes.all(now, variables.lastChecked.all(t, timestamp(t) <= now + " + skew + ")) : " +
-					"variables.allTimes.exists(now, variables.lastChecked.all(t, timestamp(t) <= now + " + skew + ")))",
-				Message: fmt.Sprintf("lastChecked in a kmshealth report may not be more than %s ahead of the API server's clock", kmshealth.MaxClockSkew),
+				Expression: notAheadOfServer("variables.newMsg == variables.oldMsg"),
+				Message:    fmt.Sprintf("lastChecked in a kmshealth report may not be more than %s ahead of the API server's clock", kmshealth.MaxClockSkew),
 			},
 		},
 	}
 }
+
+// typedStatusPolicy is StatusPolicy for a reporter that writes OpenShift's
+// typed reports (--report-format=openshift-typed): on the target's status
+// it may change only status.encryptionStatus.healthReports, and there only
+// the entries whose nodeName is the node its token is bound to; it may not
+// drop all of them (a reporter always writes at least one), and no
+// lastCheckedTime of its entries may be further ahead than
+// kmshealth.MaxClockSkew of the API server's clock (taken as in
+// StatusPolicy). The entries are typed, so no message is parsed: the
+// published schema makes lastCheckedTime a date-time, and the policy
+// still requires the RFC 3339 form before it reads one as a timestamp.
+func typedStatusPolicy(c Config) install.Policy {
+	t := c.Target
+	return install.Policy{
+		Name:           c.PolicyName(),
+		Labels:         c.Labels(ComponentAdmission),
+		ServiceAccount: c.Namespace + "/" + c.ServiceAccountName(),
+		Group:          t.Group,
+		Resources:      []string{t.Resource + "/status"},
+		Operations:     []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+		Variables: [][2]string{
+			{"nodeNames", "request.userInfo.?extra[?'authentication.kubernetes.io/node-name'].orValue([])"},
+			{"node", "size(variables.nodeNames) == 1 ? variables.nodeNames[0] : ''"},
+			{"oldStatus", "oldObject.?status.orValue({})"},
+			{"newStatus", "object.?status.orValue({})"},
+			{"oldEncryption", "variables.oldStatus.?encryptionStatus.orValue({})"},
+			{"newEncryption", "variables.newStatus.?encryptionStatus.orValue({})"},
+			{"oldReports", "variables.oldEncryption.?healthReports.orValue([])"},
+			{"newReports", "variables.newEncryption.?healthReports.orValue([])"},
+			{"oldOthers", "variables.oldReports.filter(r, r.nodeName != variables.node)"},
+			{"newOthers", "variables.newReports.filter(r, r.nodeName != variables.node)"},
+			{"oldOwn", "variables.oldReports.filter(r, r.nodeName == variables.node)"},
+			{"newOwn", "variables.newReports.filter(r, r.nodeName == variables.node)"},
+			{"lastChecked", "variables.newOwn.map(r, r.?lastCheckedTime.orValue(''))"},
+			{"allTimes", "object.metadata.?managedFields.orValue([]).filter(e, has(e.time)).map(e, timestamp(e.time))"},
+			{"serverTimes", "object.metadata.?managedFields.orValue([]).filter(e, has(e.time) && !(e in oldObject.metadata.?managedFields.orValue([]))).map(e, timestamp(e.time))"},
+		},
+		Rules: []install.PolicyRule{
+			{
+				Expression: "size(variables.nodeNames) == 1",
+				Message:    "a kmshealth reporter's token must be bound to a pod on a node (the user extra authentication.kubernetes.io/node-name is missing)",
+			},
+			{
+				Expression: install.UnchangedBut("object", "oldObject", "['status', 'metadata']"),
+				Message:    "a kmshealth reporter may change only .status",
+			},
+			{
+				Expression: install.UnchangedBut("variables.newStatus", "variables.oldStatus", "['encryptionStatus']"),
+				Message:    "a kmshealth reporter writing OpenShift's typed reports may change only .status.encryptionStatus.healthReports",
+			},
+			{
+				Expression: install.UnchangedBut("variables.newEncryption", "variables.oldEncryption", "['healthReports']"),
+				Message:    "a kmshealth reporter writing OpenShift's typed reports may change only .status.encryptionStatus.healthReports",
+			},
+			{
+				Expression: "size(variables.newOthers) == size(variables.oldOthers) && variables.newOthers.all(r, r in variables.oldOthers)",
+				MessageCEL: "'a kmshealth reporter on node ' + variables.node + ' may change only the healthReports entries of node ' + variables.node",
+			},
+			{
+				Expression: "size(variables.newOwn) > 0",
+				MessageCEL: "'a kmshealth reporter may not remove every healthReports entry of node ' + variables.node",
+			},
+			{
+				Expression: allRFC3339,
+				Message:    "every lastCheckedTime of a kmshealth reporter's healthReports entries must be an RFC 3339 timestamp",
+			},
+			{
+				Expression: notAheadOfServer("variables.newOwn == variables.oldOwn"),
+				Message:    fmt.Sprintf("lastCheckedTime in a kmshealth reporter's healthReports entries may not be more than %s ahead of the API server's clock", kmshealth.MaxClockSkew),
+			},
+		},
+	}
+}
+
+// notAheadOfServer holds when unchanged (the reporter's own entry is as
+// before) or no lastChecked variable value is more than
+// kmshealth.MaxClockSkew ahead of the API server's clock: the time it
+// stamped this request's managedFields entries with (or, when the request
+// changed none, the newest entry's).
+func notAheadOfServer(unchanged string) string {
+	skew := fmt.Sprintf("duration('%s')", kmshealth.MaxClockSkew)
+	return unchanged + " || (size(variables.serverTimes) > 0 ? " +
+		"variables.serverTimes.all(now, variables.lastChecked.all(t, timestamp(t) <= now + " + skew + ")) : " +
+		"variables.allTimes.exists(now, variables.lastChecked.all(t, timestamp(t) <= now + " + skew + ")))"
+}
+
+// allRFC3339 holds when every lastChecked variable value is an RFC 3339
+// timestamp, before the policy reads one with timestamp().
+const allRFC3339 = `variables.lastChecked.all(t, t.matches('^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$'))`
 
 // celString is s as a CEL single-quoted string literal.
 func celString(s string) string {

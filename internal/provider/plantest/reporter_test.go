@@ -36,6 +36,8 @@ write_timeout = "1m"`, "write_timeout 1m0s: must be positive and shorter than th
 			planOnly(`target = "kmshealth.io/v1alpha1/KMSHealth/cluster"`, "target", `resource "KMSHealth" (plural, lower case)`),
 			planOnly(`target = "operator.openshift.io/v1/kubeapiservers/cluster"
 install_crd = true`, "install_crd", "target operator.openshift.io/v1/kubeapiservers/cluster is not a KMSHealth object", "set install_crd = false"),
+			planOnly(`report_format = "openshift-typed"`, "report_format", `writes status.encryptionStatus.healthReports, which a KMSHealth object does not have`, "set target to the OpenShift operator object"),
+			planOnly(`report_format = "typed"`, "report_format", `value must be one of`),
 			planOnly(`node_selector = { "bad key" = "" }`, "node_selector", `key "bad key" is not a label key`),
 			planOnly(`tolerations = [{ key = "a", operator = "In" }]`, "tolerations", `operator "In": must be Exists or Equal`),
 			planOnly(`tolerations = [{ operator = "Exists", value = "x" }]`, "tolerations", "must be empty with operator Exists"),
