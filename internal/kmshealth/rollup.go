@@ -8,10 +8,13 @@ import (
 )
 
 // RollupInput is what the aggregator knows when it rolls the reporters'
-// conditions up: the target's conditions, the Nodes that exist, and those
-// that must report.
+// reports up: the target's conditions and typed healthReports, the Nodes
+// that exist, and those that must report.
 type RollupInput struct {
-	Conditions   []metav1.Condition
+	Conditions []metav1.Condition
+	// Typed are the target's OpenShift typed reports (TypedReports), judged
+	// beside the conditions as Reports judges them.
+	Typed        []NodeReport
 	Existing     map[string]bool // every Node
 	ShouldReport map[string]bool // the Nodes the expected-nodes selector selects
 	MaxStaleness time.Duration
@@ -24,6 +27,9 @@ type RollupPlan struct {
 	// Orphans are reporter conditions of Nodes that no longer exist: they
 	// are removed first (the removal's own event brings the next round).
 	Orphans []string
+	// TypedOrphans are the Nodes that no longer exist but still have typed
+	// healthReports entries: removed first too.
+	TypedOrphans []string
 	// RemoveDegraded removes KMSPluginsDegraded: nothing reports any more.
 	RemoveDegraded bool
 	// Degraded is the KMSPluginsDegraded condition to apply; nil when it is
@@ -35,7 +41,7 @@ type RollupPlan struct {
 
 // Empty reports whether the plan writes nothing.
 func (p RollupPlan) Empty() bool {
-	return len(p.Orphans) == 0 && !p.RemoveDegraded && p.Degraded == nil
+	return len(p.Orphans) == 0 && len(p.TypedOrphans) == 0 && !p.RemoveDegraded && p.Degraded == nil
 }
 
 // Rollup decides what the aggregator writes: the removal of orphaned node
@@ -62,10 +68,19 @@ func Rollup(in RollupInput) RollupPlan {
 		reported[node] = true
 		kept = append(kept, c)
 	}
-	if len(plan.Orphans) > 0 {
+	var typed []NodeReport
+	for _, r := range in.Typed {
+		if !in.Existing[r.Node] {
+			plan.TypedOrphans = append(plan.TypedOrphans, r.Node)
+			continue
+		}
+		reported[r.Node] = true
+		typed = append(typed, r)
+	}
+	if len(plan.Orphans) > 0 || len(plan.TypedOrphans) > 0 {
 		return plan
 	}
-	if len(kept) == 0 && len(in.ShouldReport) == 0 {
+	if len(kept) == 0 && len(typed) == 0 && len(in.ShouldReport) == 0 {
 		// Nothing reports and no Node is expected to: there is nothing to
 		// roll up, so no rollup of ours remains either. Expected Nodes
 		// without reports are Missing below: the rollup fails closed.
@@ -80,7 +95,7 @@ func Rollup(in RollupInput) RollupPlan {
 		expected = append(expected, n)
 	}
 	sort.Strings(expected)
-	h := Evaluate(kept, EvalOptions{Now: in.Now, MaxStaleness: in.MaxStaleness, ExpectedNodes: expected})
+	h := EvaluateReports(mergeReports(ConditionReports(kept), typed), EvalOptions{Now: in.Now, MaxStaleness: in.MaxStaleness, ExpectedNodes: expected})
 	plan.Health = &h
 	want := DegradedConditionFor(h, current, in.Now)
 	if current == nil || current.Status != want.Status || current.Reason != want.Reason || current.Message != want.Message {

@@ -2,13 +2,18 @@ package kmshealth
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -169,11 +174,17 @@ func Reports(obj *unstructured.Unstructured) ([]NodeReport, ReportFormat) {
 	case !hasTyped:
 		return nil, FormatNone
 	}
+	return mergeReports(conds, typed), FormatMixed
+}
+
+// mergeReports is the reports of both formats together; a node reported
+// in both is invalid: two writers for one node cannot both be believed.
+func mergeReports(conds, typed []NodeReport) []NodeReport {
 	inConds := map[string]bool{}
 	for _, c := range conds {
 		inConds[c.Node] = true
 	}
-	out := conds
+	out := slices.Clone(conds)
 	for _, r := range typed {
 		if !inConds[r.Node] {
 			out = append(out, r)
@@ -185,7 +196,7 @@ func Reports(obj *unstructured.Unstructured) ([]NodeReport, ReportFormat) {
 			}
 		}
 	}
-	return out, FormatMixed
+	return out
 }
 
 // HealthReportEntries are a node's typed healthReports entries for its
@@ -232,4 +243,65 @@ func ApplyHealthReports(ctx context.Context, dyn dynamic.Interface, t Target, ki
 		return fmt.Errorf("apply healthReports of node %s on %s: %w", node, t, err)
 	}
 	return nil
+}
+
+// RemoveHealthReports removes the typed healthReports entries of the nodes
+// drop selects from the target's status (obj is the target as last read),
+// with a JSON patch that first tests each entry's position and nodeName,
+// as RemoveConditions does for conditions. It returns the nodes whose
+// entries it removed. The published schema wants at least one entry and
+// encryptionStatus not empty, so removing the last entry removes
+// healthReports (and an encryptionStatus left empty) instead.
+func RemoveHealthReports(ctx context.Context, dyn dynamic.Interface, t Target, obj *unstructured.Unstructured, drop func(node string) bool) ([]string, error) {
+	raw, _, _ := unstructured.NestedSlice(obj.Object, healthReportsPath...)
+	type op struct {
+		Op    string `json:"op"`
+		Path  string `json:"path"`
+		Value any    `json:"value,omitempty"`
+	}
+	const list = "/status/encryptionStatus/healthReports"
+	var tests, removes []op
+	var removed []string
+	for i := len(raw) - 1; i >= 0; i-- { // back to front: indices stay valid
+		m, _ := raw[i].(map[string]any)
+		node, _ := m["nodeName"].(string)
+		if !drop(node) {
+			continue
+		}
+		path := list + "/" + strconv.Itoa(i)
+		tests = append(tests, op{Op: "test", Path: path + "/nodeName", Value: node})
+		removes = append(removes, op{Op: "remove", Path: path})
+		if !slices.Contains(removed, node) {
+			removed = append(removed, node)
+		}
+	}
+	if len(removes) == 0 {
+		return nil, nil
+	}
+	var ops []op
+	if len(removes) == len(raw) {
+		// Every entry goes: the list goes, after the tests (the schema
+		// allows no empty list, nor an empty encryptionStatus).
+		whole := list
+		if enc, _, _ := unstructured.NestedMap(obj.Object, "status", "encryptionStatus"); len(enc) == 1 {
+			whole = "/status/encryptionStatus"
+		}
+		ops = append(tests, op{Op: "remove", Path: whole})
+	} else {
+		for i := range tests {
+			ops = append(ops, tests[i], removes[i])
+		}
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return nil, err
+	}
+	_, err = dyn.Resource(t.GVR()).Patch(ctx, t.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: AggregatorFieldManager}, "status")
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("remove the healthReports entries of nodes %v from %s: %w", removed, t, err)
+	}
+	return removed, nil
 }

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -271,8 +272,9 @@ func (p *kmsAggregatorPattern) Observe(c controller.Cache, _ string) (kmsObs, bo
 }
 
 func (p *kmsAggregatorPattern) Desired(o kmsObs) (kmshealth.RollupPlan, error) {
+	typed, _ := kmshealth.TypedReports(o.obj)
 	plan := kmshealth.Rollup(kmshealth.RollupInput{
-		Conditions: kmshealth.Conditions(o.obj), Existing: o.existing, ShouldReport: o.should,
+		Conditions: kmshealth.Conditions(o.obj), Typed: typed, Existing: o.existing, ShouldReport: o.should,
 		MaxStaleness: p.maxStaleness, Now: o.now,
 	})
 	recordKMSHealth(plan.Health)
@@ -303,6 +305,14 @@ func (p *kmsAggregatorPattern) Apply(ctx context.Context, o kmsObs, plan kmsheal
 		kmsOrphans.Add(float64(len(removed)))
 		return controller.Change{Reason: ReasonKMSNodeConditionsRemoved, Action: "Remove",
 			Note: "Removed the conditions of deleted Nodes: " + strings.Join(removed, ", ")}, nil
+	case len(plan.TypedOrphans) > 0:
+		removed, err := kmshealth.RemoveHealthReports(ctx, p.dyn, p.target, o.obj, func(n string) bool { return slices.Contains(plan.TypedOrphans, n) })
+		if err != nil {
+			return controller.Change{}, err
+		}
+		kmsOrphans.Add(float64(len(removed)))
+		return controller.Change{Reason: ReasonKMSNodeConditionsRemoved, Action: "Remove",
+			Note: "Removed the healthReports entries of deleted Nodes: " + strings.Join(removed, ", ")}, nil
 	case plan.RemoveDegraded:
 		_, err := kmshealth.RemoveConditions(ctx, p.dyn, p.target, o.obj, func(t string) bool { return t == kmshealth.DegradedCondition })
 		return controller.Change{Reason: ReasonKMSRollupRemoved, Action: "Remove", Note: "No reporter reports: " + kmshealth.DegradedCondition + " removed"}, err

@@ -106,6 +106,8 @@ func KMSStatusPolicy(c Config) install.Policy {
 			{"newStatus", "object.?status.orValue({})"},
 			{"oldOthers", "variables.oldStatus.?conditions.orValue([]).filter(c, c.type != '" + kmshealth.DegradedCondition + "')"},
 			{"newOthers", "variables.newStatus.?conditions.orValue([]).filter(c, c.type != '" + kmshealth.DegradedCondition + "')"},
+			{"oldEncryption", "variables.oldStatus.?encryptionStatus.orValue({})"},
+			{"newEncryption", "variables.newStatus.?encryptionStatus.orValue({})"},
 		},
 		Rules: []install.PolicyRule{
 			{Expression: "has(request.subResource) && request.subResource == 'status' && request.operation == 'UPDATE'", Message: "the kmshealth reconciler may only update the status of the KMS target, nothing else of it"},
@@ -115,8 +117,17 @@ func KMSStatusPolicy(c Config) install.Policy {
 				Message:    "the kmshealth reconciler may change only .status",
 			},
 			{
-				Expression: install.UnchangedBut("variables.newStatus", "variables.oldStatus", "['conditions']"),
-				Message:    "the kmshealth reconciler may change only .status.conditions",
+				Expression: install.UnchangedBut("variables.newStatus", "variables.oldStatus", "['conditions', 'encryptionStatus']"),
+				Message:    "the kmshealth reconciler may change only .status.conditions and remove entries of .status.encryptionStatus.healthReports",
+			},
+			{
+				// OpenShift's typed reports (kmshealth_reporter.report_format):
+				// the aggregator removes the entries of deleted Nodes (the
+				// whole list, or encryptionStatus, with the last of them) and
+				// never adds or changes one.
+				Expression: install.UnchangedBut("variables.newEncryption", "variables.oldEncryption", "['healthReports']") + " && " +
+					"variables.newEncryption.?healthReports.orValue([]).all(r, r in variables.oldEncryption.?healthReports.orValue([]))",
+				Message: "the kmshealth reconciler may only remove entries of .status.encryptionStatus.healthReports, never add or change a report",
 			},
 			{
 				Expression: "variables.newOthers.all(c, c in variables.oldOthers) && " +

@@ -86,7 +86,7 @@ func installCRD(t *testing.T, target kmshealth.Target) {
 	}
 }
 
-func startNode(t *testing.T, name, kek string, target kmshealth.Target) *node {
+func startNode(t *testing.T, name, kek string, target kmshealth.Target, extraArgs ...string) *node {
 	t.Helper()
 	ctx := context.Background()
 	_, err := env.Clientset().CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
@@ -103,11 +103,13 @@ func startNode(t *testing.T, name, kek string, target kmshealth.Target) *node {
 	if n.plugin, err = kmstest.Start(filepath.Join(dir, "kms-1.sock"), kek); err != nil {
 		t.Fatal(err)
 	}
-	n.reporter, err = devenv.StartReport(ctx, binary, n.log, dir,
-		"--kubeconfig="+env.Kubeconfig, "--node-name="+name,
+	args := append([]string{
+		"--kubeconfig=" + env.Kubeconfig, "--node-name=" + name,
 		"--kms-socket=unix:///var/run/kmsplugin/kms-1.sock",
-		"--interval="+interval.String(), "--read-timeout=2s", "--write-timeout=3s",
-		"--target="+target.String())
+		"--interval=" + interval.String(), "--read-timeout=2s", "--write-timeout=3s",
+		"--target=" + target.String(),
+	}, extraArgs...)
+	n.reporter, err = devenv.StartReport(ctx, binary, n.log, dir, args...)
 	if err != nil {
 		t.Fatalf("start reporter %s: %v\n%s", name, err, n.log)
 	}
