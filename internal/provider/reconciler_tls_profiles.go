@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconcilerinstall"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
 )
@@ -104,7 +105,7 @@ func (m *reconcilerModel) tlsProfiles(ctx context.Context) ([]reconcilerinstall.
 		var targets []rolloutTargetModel
 		diags.Append(e.RolloutTargets.ElementsAs(ctx, &targets, false)...)
 		for _, t := range targets {
-			p.Targets = append(p.Targets, tlsprofile.Target{Kind: t.Kind.ValueString(), Namespace: t.Namespace.ValueString(), Name: t.Name.ValueString()})
+			p.Targets = append(p.Targets, tlsprofile.Target{Kind: kube.WorkloadKind(t.Kind.ValueString()), Namespace: t.Namespace.ValueString(), Name: t.Name.ValueString()})
 		}
 		out = append(out, p)
 	}
@@ -121,7 +122,7 @@ func tlsProfilesValue(ctx context.Context, profiles []reconcilerinstall.TLSProfi
 		if len(p.Targets) > 0 {
 			ts := make([]rolloutTargetModel, len(p.Targets))
 			for i, t := range p.Targets {
-				ts[i] = rolloutTargetModel{Kind: types.StringValue(t.Kind), Namespace: types.StringValue(t.Namespace), Name: types.StringValue(t.Name)}
+				ts[i] = rolloutTargetModel{Kind: types.StringValue(string(t.Kind)), Namespace: types.StringValue(t.Namespace), Name: types.StringValue(t.Name)}
 			}
 			var d diag.Diagnostics
 			targets, d = types.ListValueFrom(ctx, rolloutTargetType, ts)

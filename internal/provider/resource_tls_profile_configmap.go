@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
 )
 
@@ -386,7 +387,7 @@ func (m *tlsProfileModel) targets(ctx context.Context, diags *diag.Diagnostics) 
 	models, _ := m.targetModels(ctx, diags)
 	out := make([]tlsprofile.Target, len(models))
 	for i, t := range models {
-		out[i] = tlsprofile.Target{Kind: t.Kind.ValueString(), Namespace: t.Namespace.ValueString(), Name: t.Name.ValueString()}
+		out[i] = tlsprofile.Target{Kind: kube.WorkloadKind(t.Kind.ValueString()), Namespace: t.Namespace.ValueString(), Name: t.Name.ValueString()}
 	}
 	return out
 }
@@ -546,7 +547,7 @@ func (r *tlsProfileResource) Read(ctx context.Context, req resource.ReadRequest,
 		if len(liveTargets) > 0 {
 			models := make([]rolloutTargetModel, len(liveTargets))
 			for i, t := range liveTargets {
-				models[i] = rolloutTargetModel{Kind: types.StringValue(t.Kind), Namespace: types.StringValue(t.Namespace), Name: types.StringValue(t.Name)}
+				models[i] = rolloutTargetModel{Kind: types.StringValue(string(t.Kind)), Namespace: types.StringValue(t.Namespace), Name: types.StringValue(t.Name)}
 			}
 			var d diag.Diagnostics
 			state.RolloutTargets, d = types.ListValueFrom(ctx, rolloutTargetType, models)
@@ -560,7 +561,7 @@ func (r *tlsProfileResource) Read(ctx context.Context, req resource.ReadRequest,
 	models, _ := state.targetModels(ctx, &resp.Diagnostics)
 	kept := []rolloutTargetModel{}
 	for _, t := range models {
-		target := tlsprofile.Target{Kind: t.Kind.ValueString(), Namespace: t.Namespace.ValueString(), Name: t.Name.ValueString()}
+		target := tlsprofile.Target{Kind: kube.WorkloadKind(t.Kind.ValueString()), Namespace: t.Namespace.ValueString(), Name: t.Name.ValueString()}
 		hash, _, err := tlsprofile.TargetHash(ctx, dyn, target)
 		if err != nil && !apierrors.IsNotFound(err) {
 			resp.Diagnostics.AddError("Cannot read rollout target", err.Error())

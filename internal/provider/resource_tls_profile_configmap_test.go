@@ -298,7 +298,7 @@ func TestAccTLSProfile_badInput(t *testing.T) {
 			step("name = \"p\"\nsource = \"cluster\"\nprofile {\n  type = \"Modern\"\n}", `(?s)Conflicting TLS profile.*remove the profile block`),
 			step("name = \"p\"\nsource = \"cluster\"", `(?s)this cluster does not serve that API`),
 			step("name = \"theirs\"", `(?s)ConfigMap exists.*never takes over a ConfigMap it did not create`),
-			step(fmt.Sprintf("name = \"p\"\nrollout_targets = [{ kind = \"Deployment\", namespace = %q, name = \"missing\" }]", ns), `(?s)Rollout target unavailable.*Deployment `+ns+`/missing not found: create it first`),
+			step(fmt.Sprintf("name = \"p\"\nrollout_targets = [{ kind = \"Deployment\", namespace = %q, name = \"missing\" }]", ns), `(?s)Rollout target unavailable.*Deployment/`+ns+`/missing not found: create it first`),
 			step(fmt.Sprintf("name = \"p\"\nrollout_targets = [{ kind = \"Pod\", namespace = %q, name = \"x\" }]", ns), `(?s)rollout_targets\[0\].kind.*value must be one of`),
 		},
 	})

@@ -95,27 +95,20 @@ const (
 )
 
 // Kind is the kind of the protected workload.
-type Kind string
+type Kind = kube.WorkloadKind
 
 // The kinds that can be protected.
 const (
-	KindDeployment  Kind = "Deployment"
-	KindStatefulSet Kind = "StatefulSet"
-	KindDaemonSet   Kind = "DaemonSet"
+	KindDeployment  = kube.KindDeployment
+	KindStatefulSet = kube.KindStatefulSet
+	KindDaemonSet   = kube.KindDaemonSet
 )
 
 // Kinds lists the kinds that can be protected.
-func Kinds() []Kind { return []Kind{KindDeployment, KindStatefulSet, KindDaemonSet} }
+func Kinds() []Kind { return kube.WorkloadKinds() }
 
-// Target names the protected workload.
-type Target struct {
-	Kind      Kind   `json:"kind"`
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-}
-
-// String is "Kind/namespace/name".
-func (t Target) String() string { return string(t.Kind) + "/" + t.Namespace + "/" + t.Name }
+// Target names the protected workload; its String is "Kind/namespace/name".
+type Target = kube.Workload
 
 // Config is one protected workload: what the user asked for. Zero values
 // mean the defaults (see Defaulted). JSON field names are the names

@@ -9,11 +9,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/controller"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
 )
 
@@ -48,7 +48,7 @@ var tlsProfilePatternReg = Pattern{
 type tlsProfilePattern struct {
 	record     controller.Ref
 	configmaps *controller.Kind
-	targets    map[string]*controller.Kind // by kind
+	targets    map[kube.WorkloadKind]*controller.Kind // by kind
 	apiserver  controller.Ref
 	core       corev1client.ConfigMapsGetter
 	dyn        dynamic.Interface
@@ -61,12 +61,13 @@ func newTLSProfilePattern(c *Clients, o Options) *tlsProfilePattern {
 	p := &tlsProfilePattern{
 		record:     controller.Named(records, o.Namespace, o.RecordConfigMap),
 		configmaps: configmaps,
-		targets:    map[string]*controller.Kind{},
+		targets:    map[kube.WorkloadKind]*controller.Kind{},
 		core:       c.Core.CoreV1(),
 		dyn:        c.Dynamic,
 	}
-	for _, kind := range tlsprofile.TargetKinds() {
-		p.targets[kind] = controller.DynamicKind(c.Dynamic, schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: tlsprofile.TargetResource(kind)})
+	for _, kind := range kube.WorkloadKinds() {
+		gvr, _ := kind.GVR()
+		p.targets[kind] = controller.DynamicKind(c.Dynamic, gvr)
 	}
 	p.apiserver = controller.Named(controller.DynamicKind(c.Dynamic, tlsprofile.APIServerGVR()), "", tlsprofile.APIServerName)
 	return p

@@ -61,7 +61,7 @@ func WorkloadPolicy(c Config) install.Policy {
 		return byID[id]
 	}
 	for _, t := range c.tlsTargets() {
-		get(tlsprofile.TargetResource(t.Kind) + "/" + t.Namespace + "/" + t.Name).tls = true
+		get(t.Kind.Resource() + "/" + t.Namespace + "/" + t.Name).tls = true
 	}
 	for _, p := range c.RBACProxies {
 		pinned, err := rbacproxy.DecodePinned(p.Pinned)

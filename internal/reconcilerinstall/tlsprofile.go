@@ -83,7 +83,7 @@ func (c Config) validateTLSProfiles() []error {
 		}
 		for j, t := range p.Targets {
 			tat := fmt.Sprintf("%s.rollout_targets[%d]", at, j)
-			if _, err := t.GVR(); err != nil {
+			if _, err := tlsprofile.TargetGVR(t); err != nil {
 				errs = append(errs, fmt.Errorf("%s.kind: %w", tat, err))
 			}
 			for _, m := range validation.IsDNS1123Label(t.Namespace) {
@@ -124,7 +124,7 @@ func (c Config) tlsTargets() []tlsprofile.Target {
 		out = append(out, p.Targets...)
 	}
 	slices.SortFunc(out, func(a, b tlsprofile.Target) int {
-		return strings.Compare(a.Kind+"/"+a.Namespace+"/"+a.Name, b.Kind+"/"+b.Namespace+"/"+b.Name)
+		return strings.Compare(a.String(), b.String())
 	})
 	return slices.Compact(out)
 }
@@ -152,7 +152,7 @@ func tlsProfilesRules(c Config, ns string) []*rbacv1ac.PolicyRuleApplyConfigurat
 	byResource := map[string][]string{}
 	for _, t := range c.tlsTargets() {
 		if t.Namespace == ns {
-			byResource[tlsprofile.TargetResource(t.Kind)] = append(byResource[tlsprofile.TargetResource(t.Kind)], t.Name)
+			byResource[t.Kind.Resource()] = append(byResource[t.Kind.Resource()], t.Name)
 		}
 	}
 	for _, res := range slices.Sorted(maps.Keys(byResource)) {

@@ -40,28 +40,25 @@ const (
 )
 
 // Target is a workload whose pod template carries HashAnnotation.
-type Target struct {
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-}
-
-var targetResources = map[string]string{"Deployment": "deployments", "StatefulSet": "statefulsets", "DaemonSet": "daemonsets"}
+type Target = kube.Workload
 
 // TargetKinds are the kinds a rollout target may be.
 func TargetKinds() []string {
-	return []string{"DaemonSet", "Deployment", "StatefulSet"}
+	var out []string
+	for _, k := range kube.WorkloadKinds() {
+		out = append(out, string(k))
+	}
+	return out
 }
 
-func (t Target) String() string { return t.Kind + " " + t.Namespace + "/" + t.Name }
-
-// GVR is the target's resource, apps/v1.
-func (t Target) GVR() (schema.GroupVersionResource, error) {
-	r, ok := targetResources[t.Kind]
+// TargetGVR is the target's resource, apps/v1; an unknown kind is a field
+// error on kind.
+func TargetGVR(t Target) (schema.GroupVersionResource, error) {
+	gvr, ok := t.Kind.GVR()
 	if !ok {
-		return schema.GroupVersionResource{}, fieldError("kind", t.Kind, "unknown rollout target kind", "", TargetKinds())
+		return schema.GroupVersionResource{}, fieldError("kind", string(t.Kind), "unknown rollout target kind", "", TargetKinds())
 	}
-	return schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: r}, nil
+	return gvr, nil
 }
 
 // ConfigMap is the profile ConfigMap: profile.json as resolved, the
@@ -98,9 +95,6 @@ func FromConfigMap(annotations map[string]string) (Spec, []Target, error) {
 	}
 	return spec, targets, nil
 }
-
-// TargetResource is the apps/v1 resource of a target kind ("" if none).
-func TargetResource(kind string) string { return targetResources[kind] }
 
 func nonNilTargets(t []Target) []Target {
 	if t == nil {
@@ -169,7 +163,7 @@ func targetObject(t Target, hash string) *unstructured.Unstructured {
 // that field, by server-side apply under TargetFieldManager; a changed
 // value rolls the workload. A missing target is an error naming it.
 func AnnotateTarget(ctx context.Context, dyn dynamic.Interface, t Target, hash string) error {
-	gvr, err := t.GVR()
+	gvr, err := TargetGVR(t)
 	if err != nil {
 		return err
 	}
@@ -190,7 +184,7 @@ func AnnotateTarget(ctx context.Context, dyn dynamic.Interface, t Target, hash s
 // configuration under TargetFieldManager removes the fields it owned. A
 // missing target is fine.
 func ReleaseTarget(ctx context.Context, dyn dynamic.Interface, t Target) error {
-	gvr, err := t.GVR()
+	gvr, err := TargetGVR(t)
 	if err != nil {
 		return err
 	}
@@ -207,7 +201,7 @@ func ReleaseTarget(ctx context.Context, dyn dynamic.Interface, t Target) error {
 // TargetHash reads the target's pod-template hash annotation; found is
 // false when the target does not exist.
 func TargetHash(ctx context.Context, dyn dynamic.Interface, t Target) (hash string, found bool, err error) {
-	gvr, err := t.GVR()
+	gvr, err := TargetGVR(t)
 	if err != nil {
 		return "", false, err
 	}

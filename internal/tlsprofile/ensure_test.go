@@ -138,7 +138,7 @@ func TestEnsureRefuses(t *testing.T) {
 		want    string
 	}{
 		{"missing target", "p", []tlsprofile.Target{a, {Kind: "Deployment", Namespace: ns, Name: "missing"}}, tlsprofile.StepTargets,
-			"rolloutTargets[1]: Deployment " + ns + "/missing not found: create it first"},
+			"rolloutTargets[1]: Deployment/" + ns + "/missing not found: create it first"},
 		{"ConfigMap not ours", "theirs", []tlsprofile.Target{a}, tlsprofile.StepConfigMap, "exists and is not a kmshealth TLS profile ConfigMap"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
