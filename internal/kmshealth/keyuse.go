@@ -187,11 +187,13 @@ type ReencryptionRun struct {
 	FinishedAt time.Time // zero while unfinished
 }
 
-// FinishedAtPrecision is how much later than a run's recorded FinishedAt
-// it may really have finished: the record keeps whole seconds (metav1.Time),
-// so a kube-apiserver counts as started after the run only when it started
-// at least this long after the recorded time.
-const FinishedAtPrecision = time.Second
+// StartedAfterMargin is how much later than a run's recorded FinishedAt a
+// kube-apiserver's process_start_time_seconds must be for it to count as
+// started after the run: the record keeps whole seconds (metav1.Time), so the
+// run may really have finished up to a second after the recorded time, and
+// the process start is computed from the boot time in /proc/stat, which is
+// whole seconds too, so it may read up to a second early.
+const StartedAfterMargin = 2 * time.Second
 
 // RetireVerdict says whether an old key may be retired, and why (not).
 type RetireVerdict struct {
@@ -237,7 +239,7 @@ func JudgeRetire(u APIServerKeyUsage, retireKeyID string, run *ReencryptionRun) 
 	case active != runHash:
 		return no("kube-apiserver writes with the key whose hash is %s, not with %q, the key re-encryption run %s re-encrypted "+
 			"under: finish the rotation (every plugin on %q, see kmshealth_kms_plugin_health) and re-encrypt again", active, run.KeyID, run.Name, run.KeyID)
-	case u.StartedAt.Before(run.FinishedAt.Add(FinishedAtPrecision)):
+	case u.StartedAt.Before(run.FinishedAt.Add(StartedAfterMargin)):
 		return no("kube-apiserver started at %s, before re-encryption run %s finished at %s, so it has not read every stored "+
 			"object since: restart it (or wait for its next restart) so that it reads them all again, then read this again",
 			started, run.Name, run.FinishedAt.UTC().Format(time.RFC3339))

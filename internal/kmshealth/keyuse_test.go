@@ -125,7 +125,7 @@ func TestActiveKeyHashUnknown(t *testing.T) {
 
 func TestJudgeRetire(t *testing.T) {
 	// Between the restarts: after restarted-one-left started (…604.3),
-	// at least a second before restarted-all-rewritten did (…614.73).
+	// at least StartedAfterMargin before restarted-all-rewritten did (…614.73).
 	finished := time.Unix(1795652610, 0)
 	run := func(keyID string, finishedAt time.Time, resources ...string) *ReencryptionRun {
 		if len(resources) == 0 {
@@ -150,7 +150,7 @@ func TestJudgeRetire(t *testing.T) {
 			reason: "writes with the key whose hash is " + mustHash(t, "1")},
 		{name: "started before the run finished", capture: "rotated-rewritten-but-one", retire: "1", run: run("2", time.Unix(1795652600, 0)),
 			reason: "before re-encryption run kube-system/rotate finished at 2026-11-26T00:23:20Z"},
-		{name: "started within the record's second", capture: "restarted-all-rewritten", retire: "1", run: run("2", time.Unix(1795652614, 0)),
+		{name: "started within the margin", capture: "restarted-all-rewritten", retire: "1", run: run("2", time.Unix(1795652613, 0)),
 			reason: "restart it (or wait for its next restart)"},
 		{name: "an object still under the old key", capture: "restarted-one-left", retire: "1", run: run("2", time.Unix(1795652600, 0)),
 			reason: "decrypted 1 object(s) with key \"1\" since it started at 2026-11-26T00:23:24Z"},

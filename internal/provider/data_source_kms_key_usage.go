@@ -177,8 +177,8 @@ func (d *kmsKeyUsageDataSource) Schema(_ context.Context, _ datasource.SchemaReq
 				Computed: true,
 				MarkdownDescription: "`retire_key_id` may be destroyed as far as this kube-apiserver can prove: the " +
 					"`reencryption` run finished, under a key other than `retire_key_id` that kube-apiserver now writes " +
-					"with; kube-apiserver started after the run finished (at least a second after its recorded " +
-					"`finished_at`, which keeps whole seconds), its watch cache finished reading every resource of the run, " +
+					"with; kube-apiserver started after the run finished (at least two seconds after its recorded " +
+					"`finished_at`: that keeps whole seconds, and the process start time may read up to a second early), its watch cache finished reading every resource of the run, " +
 					"and it decrypted nothing with `retire_key_id` since it started. `false` without `retire_key_id`.",
 			},
 			"retire_reason": schema.StringAttribute{

@@ -28,15 +28,15 @@ func keyUsageConfig(body string) string {
 
 // writeRunRecord writes the record of the re-encryption namespace/name as
 // kmshealth_kms_reencryption does: a run under keyID over the Secrets,
-// finished at finished (unfinished when zero).
+// finished at finished (unfinished when zero), over Secrets and ConfigMaps.
 func writeRunRecord(t *testing.T, namespace, name, keyID string, started, finished time.Time) {
 	t.Helper()
 	ctx := context.Background()
-	rec := reencrypt.Record{KeyID: keyID, Resources: []string{"secrets"}, Path: reencrypt.PathRewrite, StartedAt: metav1.NewTime(started)}
+	rec := reencrypt.Record{KeyID: keyID, Resources: []string{"secrets", "configmaps"}, Path: reencrypt.PathRewrite, StartedAt: metav1.NewTime(started)}
 	if !finished.IsZero() {
 		at := metav1.NewTime(finished)
 		rec.FinishedAt = &at
-		rec.Progress = []reencrypt.ResourceProgress{{Resource: "secrets", Complete: true}}
+		rec.Progress = []reencrypt.ResourceProgress{{Resource: "secrets", Complete: true}, {Resource: "configmaps", Complete: true}}
 	}
 	b, err := json.Marshal(rec)
 	if err != nil {
@@ -53,19 +53,21 @@ func writeRunRecord(t *testing.T, namespace, name, keyID string, started, finish
 	}
 }
 
-// rewriteSecrets updates every Secret of the cluster unchanged but those
-// named in skip ("namespace/name"), which stores each under the API
-// server's current key: what the re-encryption resource's rewrite path does.
-// A conflict means someone else just wrote the Secret, which re-encrypted it.
-func rewriteSecrets(t *testing.T, skip ...string) {
+// rewriteEncrypted updates every Secret and ConfigMap of the cluster
+// unchanged but those named in skip ("namespace/name" of a Secret), which
+// stores each under the API server's current key: what the re-encryption
+// resource's rewrite path does. ConfigMaps too, as the test bed may encrypt
+// them. A conflict means someone else just wrote the object, which
+// re-encrypted it.
+func rewriteEncrypted(t *testing.T, skip ...string) {
 	t.Helper()
 	ctx := context.Background()
 	core := env.Clientset().CoreV1()
-	list, err := core.Secrets("").List(ctx, metav1.ListOptions{})
+	secrets, err := core.Secrets("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range list.Items {
+	for _, s := range secrets.Items {
 		key := s.Namespace + "/" + s.Name
 		if slices.Contains(skip, key) {
 			continue
@@ -75,19 +77,30 @@ func rewriteSecrets(t *testing.T, skip ...string) {
 			t.Fatalf("rewrite Secret %s: %v", key, err)
 		}
 	}
+	configMaps, err := core.ConfigMaps("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range configMaps.Items {
+		_, err := core.ConfigMaps(c.Namespace).Update(ctx, &c, metav1.UpdateOptions{})
+		if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			t.Fatalf("rewrite ConfigMap %s/%s: %v", c.Namespace, c.Name, err)
+		}
+	}
 }
 
-// restartAfter restarts kube-apiserver so that it starts at least a second
-// after the recorded time at (records keep whole seconds), and waits until
-// its watch cache of Secrets finished the initial list, which reads and
-// decrypts every stored Secret.
+// restartAfter restarts kube-apiserver so that its reported start is at
+// least kmshealth.StartedAfterMargin after the recorded time at, and waits
+// until its watch caches of Secrets and ConfigMaps finished their initial
+// lists, which read and decrypt every stored object.
 func restartAfter(t *testing.T, at time.Time) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	// Not a synchronisation: the process must start on a later second of
-	// the wall clock than the record says, and nothing signals that.
-	down := func() { time.Sleep(time.Until(at.Add(kmshealth.FinishedAtPrecision))) }
+	// Not a synchronisation: the process must start late enough by the wall
+	// clock, and nothing signals that. The extra second: the reported start
+	// (process_start_time_seconds) may be up to a second early.
+	down := func() { time.Sleep(time.Until(at.Add(kmshealth.StartedAfterMargin + time.Second))) }
 	if err := env.RestartAPIServer(ctx, down); err != nil {
 		t.Fatalf("restart kube-apiserver: %v", err)
 	}
@@ -101,13 +114,13 @@ func restartAfter(t *testing.T, at time.Time) {
 			if perr != nil {
 				t.Fatal(perr)
 			}
-			if u.WatchCacheInitializations["secrets"] > 0 {
+			if u.WatchCacheInitializations["secrets"] > 0 && u.WatchCacheInitializations["configmaps"] > 0 {
 				return
 			}
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("the Secrets watch cache of the restarted kube-apiserver did not initialize (last error %v)", err)
+			t.Fatalf("the Secrets and ConfigMaps watch caches of the restarted kube-apiserver did not initialize (last error %v)", err)
 		case <-tick.C:
 		}
 	}
@@ -169,7 +182,7 @@ func TestAccKMSKeyUsage_retire(t *testing.T) {
 			// kube-apiserver started before, so it proves nothing yet.
 			{
 				PreConfig: func() {
-					rewriteSecrets(t, left)
+					rewriteEncrypted(t, left)
 					finished = time.Now()
 					writeRunRecord(t, ns, "rotate", newKey, started, finished)
 				},
@@ -195,7 +208,7 @@ func TestAccKMSKeyUsage_retire(t *testing.T) {
 			// The run again, complete this time, and a restart after it.
 			{
 				PreConfig: func() {
-					rewriteSecrets(t)
+					rewriteEncrypted(t)
 					finished = time.Now()
 					writeRunRecord(t, ns, "rotate", newKey, started, finished)
 					restartAfter(t, finished)
