@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"testing"
@@ -343,4 +345,34 @@ func TestAccKMSKeyUsage_forbidden(t *testing.T) {
 
 func reasonContains(s string) resource.TestCheckFunc {
 	return resource.TestMatchResourceAttr(keyUsageAddr, "retire_reason", regexp.MustCompile(regexp.QuoteMeta(s)))
+}
+
+// TestKeyUsageJoin: the usage of each key ID is joined by its hash, and a
+// hash kube-apiserver used that no key ID matches is listed as unknown
+// (here key "1" of the captured rotation, when only "2" is reported).
+func TestKeyUsageJoin(t *testing.T) {
+	body, err := os.ReadFile(filepath.Join("..", "kmshealth", "testdata", "metrics", "restarted-one-left.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := kmshealth.ParseKeyUsage(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m kmsKeyUsageModel
+	m.setUsage(u, []string{"2", "2"})
+	if len(m.Keys) != 1 {
+		t.Fatalf("keys %+v, want one entry for key 2", m.Keys)
+	}
+	k := m.Keys[0]
+	if k.KeyID.ValueString() != "2" || !k.Active.ValueBool() || !k.InUse.ValueBool() || k.FromStorage.ValueInt64() != 4 || k.ToStorage.ValueInt64() != 0 ||
+		k.LastFromStorage.IsNull() || !k.LastToStorage.IsNull() {
+		t.Errorf("key 2: %+v; want active, in use, 4 reads, no write", k)
+	}
+	if want := []string{mustKeyIDHash(t, "1")}; !slices.Equal(m.UnknownKeyIDHashes, want) {
+		t.Errorf("unknown key hashes %v, want %v", m.UnknownKeyIDHashes, want)
+	}
+	if m.APIServerStartedAt.ValueString() != "2026-11-26T00:23:24Z" || m.ActiveKeyIDHash.ValueString() != mustKeyIDHash(t, "2") {
+		t.Errorf("started at %s, active %s", m.APIServerStartedAt, m.ActiveKeyIDHash)
+	}
 }
