@@ -313,7 +313,7 @@ func (p *kmshealthProvider) Resources(context.Context) []func() resource.Resourc
 }
 
 func (p *kmshealthProvider) DataSources(context.Context) []func() datasource.DataSource {
-	return []func() datasource.DataSource{NewKMSPluginHealthDataSource}
+	return []func() datasource.DataSource{NewKMSPluginHealthDataSource, NewKMSKeyUsageDataSource}
 }
 
 // Functions are the provider functions: plan-time answers that need no

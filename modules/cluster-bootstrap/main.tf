@@ -171,6 +171,17 @@ data "kmshealth_kms_plugin_health" "this" {
   wait_timeout   = var.kms_health.wait_timeout
 }
 
+# The retire step of a key rotation: whether kube-apiserver still reads any
+# stored object with the old key, after the re-encryption the caller ran.
+# Reads the same health target as above for the plugins' key IDs.
+data "kmshealth_kms_key_usage" "this" {
+  count = var.kms_retire == null ? 0 : 1
+
+  target        = local.kms_target
+  retire_key_id = var.kms_retire.key_id
+  reencryption  = var.kms_retire.reencryption
+}
+
 # TLS security profiles, each resolved once into a ConfigMap its workloads
 # mount (no API call at startup), rolling them when the profile changes.
 resource "kmshealth_tls_profile_configmap" "this" {

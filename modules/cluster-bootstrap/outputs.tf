@@ -101,3 +101,24 @@ output "rbac_proxy_sidecars" {
     }
   }
 }
+
+output "kms_retire_ready" {
+  description = "Whether the old key of `kms_retire` may be destroyed, as far as the kube-apiserver the provider reaches can prove: the re-encryption finished under the key it writes with, it started after that, and it decrypted nothing with the old key since. `false` when `kms_retire = null`. With several kube-apiservers, check each (see the key rotation guide)."
+  value       = try(data.kmshealth_kms_key_usage.this[0].retire_ready, false)
+}
+
+output "kms_retire_reason" {
+  description = "Why `kms_retire_ready` is what it is, and what to do next (e.g. restart kube-apiserver, re-encrypt again); use it as the `error_message` of the precondition that guards destroying the key."
+  value       = try(data.kmshealth_kms_key_usage.this[0].retire_reason, "kms_retire is not set: nothing is judged")
+}
+
+output "kms_key_usage" {
+  description = "Per key ID the plugins report (and the key to retire, and the re-encryption's key): `active` (kube-apiserver writes with it), `in_use` (it decrypted an object with it since it started) and `from_storage` (how many). Empty when `kms_retire = null`. Counts are since the kube-apiserver's start, so they change between plans; read them for a runbook, not as a trigger."
+  value = var.kms_retire == null ? {} : {
+    for k in data.kmshealth_kms_key_usage.this[0].keys : k.key_id => {
+      active       = k.active
+      in_use       = k.in_use
+      from_storage = k.from_storage
+    }
+  }
+}

@@ -372,3 +372,24 @@ variable "rbac_proxy_sidecars" {
     error_message = "rbac_proxy_sidecars: timeout must be a Go duration such as \"10m\"."
   }
 }
+
+variable "kms_retire" {
+  description = <<-EOT
+    The last step of a KMS key rotation (gate → rotate → re-encrypt → retire): whether the old key encryption key may be destroyed, read with `kmshealth_kms_key_usage` into the `kms_retire_ready`, `kms_retire_reason` and `kms_key_usage` outputs. Null (the default) reads nothing.
+
+    - `key_id`: the old key ID to retire (the `kekID` the plugins reported before the rotation).
+    - `reencryption`: `<namespace>/<name>` of the `kmshealth_kms_reencryption` that re-encrypted under the new key (its `id`).
+
+    The answer is one kube-apiserver's (the one the provider reaches), and it turns true only once that kube-apiserver restarted after the re-encryption finished: see the key rotation guide.
+  EOT
+  type = object({
+    key_id       = string
+    reencryption = string
+  })
+  default = null
+
+  validation {
+    condition     = var.kms_retire == null || can(regex("^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[^/]+$", var.kms_retire.reencryption))
+    error_message = "kms_retire.reencryption: must be <namespace>/<name> of a kmshealth_kms_reencryption, e.g. \"kube-system/rotate\" (its id)."
+  }
+}
