@@ -88,21 +88,24 @@ func (s *stream) run(ctx context.Context, notify func()) {
 			klog.V(2).InfoS("list failed; retrying", "ref", s.ref.String(), "retry", delay, "err", err)
 			continue
 		}
-		delay = 0
 		for {
 			rv, err = s.watch(ctx, rv, notify)
 			if ctx.Err() != nil {
 				return
 			}
-			if err == nil {
-				continue // the server ended the watch: open it again from rv
+			if err != nil {
+				break
 			}
-			break
+			delay = 0 // the server ended a watch that ran: open it again from rv
 		}
 		// The watch failed: list again, at once if only the version is
-		// gone, else after a pause.
+		// gone, else after a pause that grows until a watch runs (a list
+		// that succeeds does not reset it: a watch that is refused while
+		// the list is allowed must not become a list every 800 ms).
 		consistent = true
-		if !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
+		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			delay = 0
+		} else {
 			delay = nextRetry(delay)
 			klog.V(2).InfoS("watch failed; listing again", "ref", s.ref.String(), "retry", delay, "err", err)
 		}
