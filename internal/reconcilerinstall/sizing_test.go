@@ -26,6 +26,12 @@ func TestMemoryLimitForMonotone(t *testing.T) {
 		}
 		prev = q.Value()
 	}
+	// The sizing table of the reconciler's page (templates/resources).
+	for n, want := range map[int]string{2: "192Mi", 400: "192Mi", 2000: "448Mi"} {
+		if got := MemoryLimitFor(n); got != want {
+			t.Errorf("MemoryLimitFor(%d) = %s, the docs say %s", n, got, want)
+		}
+	}
 	if got := MemoryLimitFor(MaxDocumentedWatches); got != DefaultMemoryLimit {
 		t.Errorf("MemoryLimitFor(%d) = %s; the default memory_limit is %s", MaxDocumentedWatches, got, DefaultMemoryLimit)
 	}

@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -476,10 +477,28 @@ func (b *reconcileBench) startKeeping(ctx context.Context, kept int) (*devenv.Pr
 func (b *reconcileBench) firstPass(ctx context.Context, p *devenv.Process, kept int) error {
 	n := float64(kept)
 	what := fmt.Sprintf("first pass: %s ≥ %v, in_sync + written reconciles ≥ %v, /readyz ok", watchesSeries, 2*n+1, n)
-	return waitMetrics(ctx, p, what, 100*time.Millisecond, 120*time.Second,
+	err := waitMetrics(ctx, p, what, 100*time.Millisecond, 120*time.Second,
 		func(m map[string]float64) bool {
 			return m[watchesSeries] >= 2*n+1 && m[inSyncSeries]+m[writtenSeries] >= n && ready(p)
 		})
+	if err != nil {
+		return err
+	}
+	// Listed is not yet watching: the watch requests queue behind the
+	// lists in the client's rate limiter (QPS 50), and so would the
+	// restores timed next. Wait until every watch request went out.
+	var sent float64
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 180*time.Second, true, func(context.Context) (bool, error) {
+		samples, err := p.Samples()
+		if err == nil {
+			sent = sum(samples, "kmshealth_kube_api_requests_total", map[string]string{"verb": "WATCH"})
+		}
+		return err == nil && sent >= 2*n+1, nil
+	})
+	if err != nil {
+		return fmt.Errorf("first pass: %v watch requests sent, want %v: %w", sent, 2*n+1, err)
+	}
+	return nil
 }
 
 // memoryFigures are one reading of the reconciler's memory.
