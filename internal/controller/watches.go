@@ -39,8 +39,9 @@ type Kind struct {
 }
 
 // TypedKind follows resource through a typed REST client (a clientset's
-// CoreV1().RESTClient(), ApiregistrationV1().RESTClient()), decoding into
-// obj's type.
+// CoreV1().RESTClient(), ApiregistrationV1().RESTClient()). The client's
+// scheme decodes the objects; obj only says, at the call, which type the
+// cache then holds.
 func TypedKind(client rest.Interface, resource string, obj runtime.Object) *Kind {
 	return &Kind{Resource: resource, newLW: func(ns string, tweak func(*metav1.ListOptions)) cache.ListerWatcher {
 		return cache.NewFilteredListWatchFromClient(client, resource, ns, tweak)
