@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -24,7 +23,6 @@ import (
 type Kind struct {
 	// Resource names the kind in logs and metrics, e.g. "secrets".
 	Resource string
-	object   runtime.Object
 	newLW    func(namespace string, tweak func(*metav1.ListOptions)) cache.ListerWatcher
 	// Relevant, when set, says whether an update of an object matters
 	// (e.g. only label changes of Nodes); nil means every update does.
@@ -41,17 +39,18 @@ type Kind struct {
 }
 
 // TypedKind follows resource through a typed REST client (a clientset's
-// CoreV1().RESTClient(), ApiregistrationV1().RESTClient()), decoding into
-// obj's type.
+// CoreV1().RESTClient(), ApiregistrationV1().RESTClient()). The client's
+// scheme decodes the objects; obj only says, at the call, which type the
+// cache then holds.
 func TypedKind(client rest.Interface, resource string, obj runtime.Object) *Kind {
-	return &Kind{Resource: resource, object: obj, newLW: func(ns string, tweak func(*metav1.ListOptions)) cache.ListerWatcher {
+	return &Kind{Resource: resource, newLW: func(ns string, tweak func(*metav1.ListOptions)) cache.ListerWatcher {
 		return cache.NewFilteredListWatchFromClient(client, resource, ns, tweak)
 	}}
 }
 
 // DynamicKind follows gvr as unstructured objects.
 func DynamicKind(dyn dynamic.Interface, gvr schema.GroupVersionResource) *Kind {
-	return &Kind{Resource: gvr.Resource, object: nil, newLW: func(ns string, tweak func(*metav1.ListOptions)) cache.ListerWatcher {
+	return &Kind{Resource: gvr.Resource, newLW: func(ns string, tweak func(*metav1.ListOptions)) cache.ListerWatcher {
 		ri := dyn.Resource(gvr).Namespace(ns)
 		return kube.ListWatch(ri.List, ri.Watch, tweak)
 	}}
@@ -60,7 +59,7 @@ func DynamicKind(dyn dynamic.Interface, gvr schema.GroupVersionResource) *Kind {
 // MetadataKind follows gvr as metadata only (PartialObjectMetadata), for
 // kinds whose bodies are large or none of our business (Nodes, CRDs).
 func MetadataKind(meta metadata.Interface, gvr schema.GroupVersionResource) *Kind {
-	return &Kind{Resource: gvr.Resource, object: &metav1.PartialObjectMetadata{}, newLW: func(ns string, tweak func(*metav1.ListOptions)) cache.ListerWatcher {
+	return &Kind{Resource: gvr.Resource, newLW: func(ns string, tweak func(*metav1.ListOptions)) cache.ListerWatcher {
 		ri := meta.Resource(gvr).Namespace(ns)
 		return kube.ListWatch(ri.List, ri.Watch, tweak)
 	}}
@@ -111,13 +110,12 @@ type Cache interface {
 }
 
 // watches is the process-lifetime set of watches of one controller. Its
-// mutex guards the maps only: nothing that can wait (an informer, the
-// queue) is called while it is held. It
-// starts one informer per Ref in use — a field-selected one (metadata.name)
-// for a named object, so the cache holds that object alone and RBAC can be
-// limited to it by resourceNames — and stops it when no key depends on it
-// any longer. The watches survive a lost lease: a replica that leads again
-// starts warm.
+// mutex guards the maps only: nothing that can wait is called while it is
+// held. It starts one stream per Ref in use — a field-selected one
+// (metadata.name) for a named object, so it carries that object alone and
+// RBAC can be limited to it by resourceNames — and stops it when no key
+// depends on it any longer. The watches survive a lost lease: a replica
+// that leads again starts warm.
 type watches struct {
 	name  string
 	roots []Ref
@@ -125,30 +123,19 @@ type watches struct {
 
 	// refreshing serialises refresh: Deps computed from an older cache
 	// must not be applied after one computed from a newer. Deps only reads
-	// the stores (Get, List), never Synced, so holding it while an
-	// informer's handler waits for it cannot deadlock.
+	// the stores (Get, List), never Synced, so holding it while a stream
+	// waits for it cannot deadlock.
 	refreshing sync.Mutex
 
 	mu      sync.Mutex
 	ctx     context.Context
-	running map[Ref]*informer
+	running map[Ref]*stream
 	uses    map[string][]Ref // key -> the refs it depends on
 	sink    func(key string) // the current leader's queue, nil while not leading
 }
 
-// informer is a plain informer (store + controller, no shared-informer
-// fan-out): three goroutines per watched object instead of about nine.
-type informer struct {
-	lw         *kube.RecordedListWatch
-	store      cache.Store
-	controller cache.Controller
-	cancel     context.CancelFunc
-	users      map[string]struct{}
-	root       bool
-}
-
 func newWatches(name string, roots []Ref, deps func(Cache) map[string][]Ref) *watches {
-	return &watches{name: name, roots: roots, deps: deps, running: map[Ref]*informer{}, uses: map[string][]Ref{}}
+	return &watches{name: name, roots: roots, deps: deps, running: map[Ref]*stream{}, uses: map[string][]Ref{}}
 }
 
 // start starts the root watches; they run until ctx ends.
@@ -189,53 +176,41 @@ func (w *watches) count() int {
 // Get implements Cache.
 func (w *watches) Get(r Ref) (any, bool) {
 	w.mu.Lock()
-	wt := w.running[r]
+	st := w.running[r]
 	w.mu.Unlock()
-	if wt == nil || r.Name == "" {
+	if st == nil || r.Name == "" {
 		return nil, false
 	}
-	items := wt.store.List()
-	if len(items) == 0 {
-		return nil, false
-	}
-	return items[0], true
+	return st.first()
 }
 
 // List implements Cache.
 func (w *watches) List(r Ref) []any {
 	w.mu.Lock()
-	wt := w.running[r]
+	st := w.running[r]
 	w.mu.Unlock()
-	if wt == nil {
+	if st == nil {
 		return nil
 	}
-	return wt.store.List()
+	return st.list()
 }
 
 // Synced implements Cache; with no refs it reports whether every running
-// watch has listed (the readiness of the controller). Informers are asked
-// outside w.mu: an informer calls its handlers (which take w.mu) while
-// holding its own queue's lock, which HasSynced takes too.
+// watch has listed (the readiness of the controller).
 func (w *watches) Synced(refs ...Ref) bool {
 	w.mu.Lock()
-	var informers []*informer
+	defer w.mu.Unlock()
 	if len(refs) == 0 {
-		for _, wt := range w.running {
-			informers = append(informers, wt)
-		}
-	} else {
-		for _, r := range refs {
-			wt := w.running[r]
-			if wt == nil {
-				w.mu.Unlock()
+		for _, st := range w.running {
+			if !st.synced.Load() {
 				return false
 			}
-			informers = append(informers, wt)
 		}
+		return true
 	}
-	w.mu.Unlock()
-	for _, wt := range informers {
-		if !wt.controller.HasSynced() {
+	for _, r := range refs {
+		st := w.running[r]
+		if st == nil || !st.synced.Load() {
 			return false
 		}
 	}
@@ -261,11 +236,11 @@ func (w *watches) refresh() {
 			continue
 		}
 		for _, r := range refs {
-			wt := w.running[r]
-			if wt == nil {
-				wt = w.startLocked(r, false)
+			st := w.running[r]
+			if st == nil {
+				st = w.startLocked(r, false)
 			}
-			wt.users[key] = struct{}{}
+			st.users[key] = struct{}{}
 		}
 		w.uses[key] = refs
 		w.releaseLocked(key, old, refs)
@@ -292,77 +267,54 @@ func (w *watches) releaseLocked(key string, old, keep []Ref) {
 		if slices.Contains(keep, r) {
 			continue
 		}
-		wt := w.running[r]
-		if wt == nil {
+		st := w.running[r]
+		if st == nil {
 			continue
 		}
-		delete(wt.users, key)
-		if len(wt.users) == 0 && !wt.root {
-			wt.cancel()
+		delete(st.users, key)
+		if len(st.users) == 0 && !st.root {
+			st.cancel()
 			delete(w.running, r)
 			klog.V(4).InfoS("stopped watch", "controller", w.name, "ref", r.String())
 		}
 	}
 }
 
-func (w *watches) startLocked(r Ref, root bool) *informer {
+func (w *watches) startLocked(r Ref, root bool) *stream {
 	tweak := func(o *metav1.ListOptions) {}
 	if r.Name != "" {
 		tweak = kube.ByName(r.Name)
 	}
-	wt := &informer{users: map[string]struct{}{}, root: root}
-	notify := func() { w.notify(r, wt) }
-	handler := cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { notify() },
-		UpdateFunc: func(o, n any) {
-			if r.Kind.Relevant == nil || r.Kind.Relevant(o, n) {
-				notify()
-			}
-		},
-		DeleteFunc: func(any) { notify() },
-	}
+	st := &stream{ref: r, users: map[string]struct{}{}, root: root}
+	st.lw = kube.NewRecordedListWatch(r.Kind.newLW(r.Namespace, tweak))
 	// A list that fails is reported to the users: a key whose input
 	// cannot be read is reported, not silently left unsynced.
-	wt.lw = kube.NewRecordedListWatch(r.Kind.newLW(r.Namespace, tweak))
-	wt.lw.OnListError = func(error) { notify() }
-	wt.store, wt.controller = cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: wt.lw,
-		ObjectType:    objectType(r.Kind),
-		Handler:       handler,
-		Transform:     r.Kind.transform,
-	})
+	st.lw.OnListError = func(error) { w.notify(r, st) }
 	ctx, cancel := context.WithCancel(w.ctx)
-	wt.cancel = cancel
-	go wt.controller.RunWithContext(ctx)
-	go func() {
-		// An object that does not exist sends no event: tell its users
-		// once the (empty) list is in.
-		if cache.WaitForCacheSync(ctx.Done(), wt.controller.HasSynced) {
-			notify()
-		}
-	}()
-	w.running[r] = wt
+	st.cancel = cancel
+	go st.run(ctx, func() { w.notify(r, st) })
+	w.running[r] = st
 	klog.V(4).InfoS("started watch", "controller", w.name, "ref", r.String())
-	return wt
+	return st
 }
 
 // Err implements Cache.
 func (w *watches) Err(r Ref) error {
 	w.mu.Lock()
-	wt := w.running[r]
+	st := w.running[r]
 	w.mu.Unlock()
-	if wt == nil {
+	if st == nil {
 		return nil
 	}
-	return wt.lw.ListErr()
+	return st.lw.ListErr()
 }
 
 // notify handles an event of the watch of r: a root, or an object of a
 // kind that Reshapes, may change what keys depend on; every user of r is
 // enqueued.
-func (w *watches) notify(r Ref, wt *informer) {
+func (w *watches) notify(r Ref, st *stream) {
 	watchEvents.WithLabelValues(w.name, r.Kind.Resource).Inc()
-	if wt.root || r.Kind.Reshapes {
+	if st.root || r.Kind.Reshapes {
 		w.refresh()
 	}
 	w.mu.Lock()
@@ -370,16 +322,9 @@ func (w *watches) notify(r Ref, wt *informer) {
 	if w.sink == nil {
 		return
 	}
-	for key := range wt.users {
+	for key := range st.users {
 		w.sink(key)
 	}
-}
-
-func objectType(k *Kind) runtime.Object {
-	if k.object == nil {
-		return &unstructured.Unstructured{}
-	}
-	return k.object
 }
 
 // transform keeps the cache to what the pattern compares: managedFields

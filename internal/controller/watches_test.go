@@ -22,7 +22,7 @@ type fakeKind struct {
 }
 
 func (f *fakeKind) kind() *Kind {
-	return &Kind{Resource: "configmaps", object: &corev1.ConfigMap{}, newLW: func(ns string, tweak func(*metav1.ListOptions)) cache.ListerWatcher {
+	return &Kind{Resource: "configmaps", newLW: func(ns string, tweak func(*metav1.ListOptions)) cache.ListerWatcher {
 		var o metav1.ListOptions
 		tweak(&o)
 		return &cache.ListWatch{

@@ -225,7 +225,8 @@ func (r *reconcilerResource) Configure(_ context.Context, req resource.Configure
 	r.clients = configure(req.ProviderData, &resp.Diagnostics)
 }
 
-// ValidateConfig checks what spans attributes: a memory request above the limit.
+// ValidateConfig checks what spans attributes: a memory request above the
+// limit, a memory limit below what the record needs (sizing.go).
 func (r *reconcilerResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
 	var m reconcilerModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
@@ -233,6 +234,13 @@ func (r *reconcilerResource) ValidateConfig(ctx context.Context, req resource.Va
 		return
 	}
 	m.validateMemory(&resp.Diagnostics, reconcilerinstall.DefaultResources())
+	if !m.MemoryLimit.IsNull() && !m.MemoryLimit.IsUnknown() {
+		// What is unknown yet counts as nothing kept: never a false alarm.
+		c, _ := m.config(ctx)
+		if err := c.CheckMemoryLimit(); err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("memory_limit"), "Memory limit below what the reconciler needs", err.Error()+".")
+		}
+	}
 	for _, a := range reconcilerPatternAttributes {
 		if a.validate != nil {
 			a.validate(&m, ctx, &resp.Diagnostics)

@@ -155,7 +155,7 @@ func TestBuildDeployment(t *testing.T) {
 	if got := ct.Resources.Requests.Memory().String(); got != "32Mi" {
 		t.Errorf("memory request %s", got)
 	}
-	if got := ct.Resources.Limits.Memory().String(); got != "128Mi" {
+	if got := ct.Resources.Limits.Memory().String(); got != DefaultMemoryLimit {
 		t.Errorf("memory limit %s", got)
 	}
 	if _, ok := ct.Resources.Limits[corev1.ResourceCPU]; ok {
@@ -320,7 +320,7 @@ func TestValidate(t *testing.T) {
 		}, `kind "Pod"`},
 		{"bad quantity", func(c *Config) { c.CPURequest = "ten" }, `cpu_request: "ten" is not a quantity`},
 		{"negative quantity", func(c *Config) { c.MemoryLimit = "-1Mi" }, "must not be negative"},
-		{"request above limit", func(c *Config) { c.MemoryRequest = "1Gi" }, "memory_request 1Gi is above memory_limit 128Mi"},
+		{"request above limit", func(c *Config) { c.MemoryRequest = "1Gi" }, "memory_request 1Gi is above memory_limit " + DefaultMemoryLimit},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := testConfig()

@@ -40,7 +40,7 @@ const (
 
 	DefaultCPURequest    = "10m"
 	DefaultMemoryRequest = "32Mi"
-	DefaultMemoryLimit   = "128Mi"
+	DefaultMemoryLimit   = "448Mi" // MemoryLimitFor(MaxDocumentedWatches): sizing.go
 
 	// NameValue (of install.NameLabel) and NamespaceLabel (= Config.Namespace)
 	// are the reconciler's part of the labels that mark every object of one
@@ -159,6 +159,7 @@ func (c Config) Validate() error {
 	errs = append(errs, c.validatePatterns()...)
 	errs = append(errs, c.validateMonitoring()...)
 	errs = append(errs, c.Resources.Validate()...)
+	errs = append(errs, c.validateMemory()...)
 	return errors.Join(errs...)
 }
 

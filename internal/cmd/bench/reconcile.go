@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -34,7 +35,7 @@ import (
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
 )
 
-const reconcileUsage = "reconcile [-corruptions=50] [-apiservices=200] [-idle=60s] [-unrelated=5000]"
+const reconcileUsage = "reconcile [-corruptions=50] [-apiservices=200] [-idle=60s] [-unrelated=5000] [-steps=1,200] [-bin=path]"
 
 // The reconciler's namespace, its Lease and its record (what it keeps) in
 // that namespace, and the series the bench reads from its /metrics.
@@ -54,6 +55,15 @@ type reconcileOptions struct {
 	apiservices int
 	idle        time.Duration
 	unrelated   int
+	// steps are kept counts below apiservices at which memory is read
+	// first (comma-separated): the record grows to each in turn, then to
+	// apiservices, in one process, and the growth per kept object is
+	// printed.
+	steps string
+	// bin is a binary built beforehand (e.g. with -tags incluster, as the
+	// image is, or from another commit to compare); empty builds this
+	// checkout's provider binary.
+	bin string
 }
 
 func parseReconcileFlags(args []string) (reconcileOptions, error) {
@@ -63,6 +73,8 @@ func parseReconcileFlags(args []string) (reconcileOptions, error) {
 	fs.IntVar(&o.apiservices, "apiservices", 200, "managed APIServices for the idle and RSS figures")
 	fs.DurationVar(&o.idle, "idle", 60*time.Second, "idle window")
 	fs.IntVar(&o.unrelated, "unrelated", 5000, "unrelated Secrets, and as many ConfigMaps, for the RSS figure")
+	fs.StringVar(&o.steps, "steps", "", "kept counts below -apiservices to read memory at first, comma-separated (e.g. 1,200)")
+	fs.StringVar(&o.bin, "bin", "", "a binary built beforehand to run (default: build this checkout's provider)")
 	if err := parseFlags(fs, args, reconcileUsage); err != nil {
 		return o, err
 	}
@@ -78,7 +90,27 @@ func (o reconcileOptions) Validate() error {
 	if o.unrelated < 0 {
 		err = errors.Join(err, fmt.Errorf("-unrelated=%d: want 0 or more", o.unrelated))
 	}
+	if _, serr := o.stepCounts(); serr != nil {
+		err = errors.Join(err, serr)
+	}
 	return err
+}
+
+// stepCounts are the kept counts memory is read at: -steps, then
+// -apiservices.
+func (o reconcileOptions) stepCounts() ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(o.steps, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 || n >= o.apiservices || (len(out) > 0 && n <= out[len(out)-1]) {
+			return nil, fmt.Errorf("-steps=%s: want increasing counts from 1 to below -apiservices=%d", o.steps, o.apiservices)
+		}
+		out = append(out, n)
+	}
+	return append(out, o.apiservices), nil
 }
 
 type reconcileBench struct {
@@ -98,11 +130,15 @@ type reconcileBench struct {
 //	(c) its RSS with -apiservices managed, then with -unrelated Secrets and
 //	    as many ConfigMaps present.
 func (o reconcileOptions) run(ctx context.Context, out io.Writer) error {
-	bin, env, cleanup, err := binaryAndControlPlane(ctx)
+	bin, env, cleanup, err := prebuiltOrBuild(ctx, o.bin)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
+	steps, err := o.stepCounts()
+	if err != nil {
+		return err
+	}
 	cfg := env.RESTConfig()
 	cfg.QPS, cfg.Burst = 1000, 2000
 	b := &reconcileBench{o: o, env: env, core: kubernetes.NewForConfigOrDie(cfg), agg: aggregator.NewForConfigOrDie(cfg), bin: bin}
@@ -119,14 +155,51 @@ func (o reconcileOptions) run(ctx context.Context, out io.Writer) error {
 		}
 		names[i], sources[name] = name, src
 	}
-	if err := b.record(ctx, sources); err != nil {
+	keep := func(n int) map[string]cabundle.Source {
+		m := make(map[string]cabundle.Source, n)
+		for _, name := range names[:n] {
+			m[name] = sources[name]
+		}
+		return m
+	}
+	if err := b.record(ctx, keep(steps[0])); err != nil {
 		return err
 	}
-	p, err := b.start(ctx)
+	p, err := b.startKeeping(ctx, steps[0])
 	if err != nil {
 		return err
 	}
 	defer p.Stop()
+
+	// (m) memory per kept object: the record grows step by step in one
+	// process.
+	var mem []memoryFigures
+	for i, n := range steps {
+		if i > 0 {
+			if err := b.record(ctx, keep(n)); err != nil {
+				return err
+			}
+			if err := b.firstPass(ctx, p, n); err != nil {
+				return err
+			}
+		}
+		f, err := readMemory(p, n)
+		if err != nil {
+			return err
+		}
+		mem = append(mem, f)
+	}
+	_, _ = fmt.Fprintf(out, "(m) memory by kept APIServices (each with its own source ConfigMap; the record grows in one process)\n")
+	for _, f := range mem {
+		_, _ = fmt.Fprintf(out, "    %s\n", f)
+	}
+	if len(mem) > 1 {
+		first, last := mem[0], mem[len(mem)-1]
+		kept := float64(last.kept - first.kept)
+		_, _ = fmt.Fprintf(out, "    per kept APIService from %d to %d: RSS %.1f KiB, RssAnon %.1f KiB, goroutines %.2f\n",
+			first.kept, last.kept, (last.rss-first.rss)*1024/kept, (last.anon-first.anon)*1024/kept, (last.goroutines-first.goroutines)/kept)
+	}
+	_, _ = fmt.Fprintln(out)
 
 	// (a) restore latency.
 	lat, err := b.restoreLatency(ctx, p, names[0], good)
@@ -372,6 +445,11 @@ func (b *reconcileBench) createUnrelated(ctx context.Context) error {
 // watched (the record, each APIService and each source), every watch
 // listed (/readyz), and every managed APIService reconciled.
 func (b *reconcileBench) start(ctx context.Context) (*devenv.Process, error) {
+	return b.startKeeping(ctx, b.o.apiservices)
+}
+
+// startKeeping is start with the record keeping kept APIServices.
+func (b *reconcileBench) startKeeping(ctx context.Context, kept int) (*devenv.Process, error) {
 	logf, err := os.Create(filepath.Join(b.env.Dir, "reconciler.log"))
 	if err != nil {
 		return nil, err
@@ -386,17 +464,73 @@ func (b *reconcileBench) start(ctx context.Context) (*devenv.Process, error) {
 		p.Stop()
 		return nil, fmt.Errorf("%w (log: %s)", err, logf.Name())
 	}
-	n := float64(b.o.apiservices)
-	what := fmt.Sprintf("first pass: %s ≥ %v, in_sync + written reconciles ≥ %v, /readyz ok", watchesSeries, 2*n+1, n)
-	err = waitMetrics(ctx, p, what, 100*time.Millisecond, 60*time.Second,
-		func(m map[string]float64) bool {
-			return m[watchesSeries] >= 2*n+1 && m[inSyncSeries]+m[writtenSeries] >= n && ready(p)
-		})
-	if err != nil {
+	if err := b.firstPass(ctx, p, kept); err != nil {
 		p.Stop()
 		return nil, fmt.Errorf("%w (log: %s)", err, logf.Name())
 	}
 	return p, nil
+}
+
+// firstPass waits until p watches kept APIServices and their sources
+// besides the record, every watch has listed (/readyz), and it has
+// reconciled at least kept times in all.
+func (b *reconcileBench) firstPass(ctx context.Context, p *devenv.Process, kept int) error {
+	n := float64(kept)
+	what := fmt.Sprintf("first pass: %s ≥ %v, in_sync + written reconciles ≥ %v, /readyz ok", watchesSeries, 2*n+1, n)
+	err := waitMetrics(ctx, p, what, 100*time.Millisecond, 120*time.Second,
+		func(m map[string]float64) bool {
+			return m[watchesSeries] >= 2*n+1 && m[inSyncSeries]+m[writtenSeries] >= n && ready(p)
+		})
+	if err != nil {
+		return err
+	}
+	// Listed is not yet watching: the watch requests queue behind the
+	// lists in the client's rate limiter (QPS 50), and so would the
+	// restores timed next. Wait until every watch request went out.
+	var sent float64
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 180*time.Second, true, func(context.Context) (bool, error) {
+		samples, err := p.Samples()
+		if err == nil {
+			sent = sum(samples, "kmshealth_kube_api_requests_total", map[string]string{"verb": "WATCH"})
+		}
+		return err == nil && sent >= 2*n+1, nil
+	})
+	if err != nil {
+		return fmt.Errorf("first pass: %v watch requests sent, want %v: %w", sent, 2*n+1, err)
+	}
+	return nil
+}
+
+// memoryFigures are one reading of the reconciler's memory.
+type memoryFigures struct {
+	kept                  int
+	rss, anon, file, heap float64 // MiB
+	stack, goroutines     float64
+}
+
+func (f memoryFigures) String() string {
+	return fmt.Sprintf("%5d kept: RSS %.1f MiB (RssAnon %.1f, RssFile %.1f), heap in use %.1f MiB, stacks %.1f MiB, goroutines %v",
+		f.kept, f.rss, f.anon, f.file, f.heap, f.stack, f.goroutines)
+}
+
+// readMemory reads p's RSS from /proc and its Go figures from /metrics.
+func readMemory(p *devenv.Process, kept int) (memoryFigures, error) {
+	f := memoryFigures{kept: kept}
+	pid := p.Cmd.Process.Pid
+	var err error
+	for field, v := range map[string]*float64{"VmRSS": &f.rss, "RssAnon": &f.anon, "RssFile": &f.file} {
+		var e error
+		*v, e = devenv.StatusMiB(pid, field)
+		err = errors.Join(err, e)
+	}
+	m, e := p.Metrics()
+	if err = errors.Join(err, e); err != nil {
+		return f, fmt.Errorf("memory at %d kept: %w", kept, err)
+	}
+	f.heap = m["go_memstats_heap_inuse_bytes"] / (1 << 20)
+	f.stack = m["go_memstats_stack_inuse_bytes"] / (1 << 20)
+	f.goroutines = m["go_goroutines"]
+	return f, nil
 }
 
 // ready reports whether p's /readyz answers ok: every running watch listed.
@@ -444,11 +578,21 @@ func kubeAPIRequests(p *devenv.Process) (requestCounts, error) {
 // directory and starts a control plane, for the benches that run the
 // binary as a process; cleanup stops and removes both.
 func binaryAndControlPlane(ctx context.Context) (bin string, env *testenv.Env, cleanup func(), err error) {
+	return prebuiltOrBuild(ctx, "")
+}
+
+// prebuiltOrBuild is binaryAndControlPlane running prebuilt when set.
+func prebuiltOrBuild(ctx context.Context, prebuilt string) (bin string, env *testenv.Env, cleanup func(), err error) {
 	dir, err := os.MkdirTemp("", "kmshealth-bench-")
 	if err != nil {
 		return "", nil, nil, err
 	}
-	if bin, err = devenv.BuildProvider(ctx, dir, "bench"); err == nil {
+	if prebuilt != "" {
+		bin, err = filepath.Abs(prebuilt)
+	} else {
+		bin, err = devenv.BuildProvider(ctx, dir, "bench")
+	}
+	if err == nil {
 		env, err = testenv.Start(ctx)
 	}
 	if err != nil {

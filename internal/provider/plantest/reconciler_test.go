@@ -40,7 +40,11 @@ ca_bundles = { "Not_An_APIService" = "Secret/default/x/ca.crt" }`, `(?s)ca_bundl
 			planOnly(`namespace = "ok"
 cpu_request = "lots"`, `(?s)Invalid quantity.*cpu_request: "lots" is not a quantity`),
 			planOnly(`namespace = "ok"
-memory_request = "1Gi"`, `(?s)memory_request.*memory_request 1Gi is above memory_limit 128Mi`),
+memory_request = "1Gi"`, `(?s)memory_request.*memory_request 1Gi is above memory_limit 448Mi`),
+			planOnly(`namespace = "ok"
+memory_request = "32Mi"
+memory_limit = "64Mi"
+ca_bundles = { "v1.x.example.com" = "Secret/default/x/ca.crt" }`, `(?s)Memory limit below what the reconciler needs.*memory_limit 64Mi is below.*192Mi`),
 			planOnly(`namespace = "ok"
 tls_profiles = [{ namespace = "apps", name = "p", rollout_targets = [{ kind = "Pod", namespace = "apps", name = "web" }] }]`,
 				`(?s)tls_profiles\[0\].rollout_targets\[0\].kind.*value must be one of`),
