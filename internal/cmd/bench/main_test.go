@@ -314,3 +314,14 @@ func TestSleepEndsWithContext(t *testing.T) {
 		t.Errorf("sleep = %v, want context.Canceled", err)
 	}
 }
+
+func TestCertificatesDER(t *testing.T) {
+	a, b := newCA("a"), newCA("b")
+	got, err := certificatesDER(append(append([]byte("# comment\n"), a...), b...))
+	if err != nil || len(got) != 2 {
+		t.Fatalf("certificatesDER(a+b) = %d certificates, %v; want 2", len(got), err)
+	}
+	if _, err := certificatesDER([]byte("not PEM")); err == nil {
+		t.Error("certificatesDER(not PEM): no error")
+	}
+}

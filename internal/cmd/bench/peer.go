@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,12 +14,14 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
@@ -113,6 +117,9 @@ type peerBench struct {
 // its caBundle from its own Secret (ours through the record, cainjector
 // through cert-manager.io/inject-ca-from-secret on the same objects).
 //
+// Restored means the good CA is back in the caBundle (see timeRestores for
+// why not "the caBundle is the good CA again").
+//
 // The two run one at a time, never side by side: on the same objects they
 // would race to restore the same corruption, and on different objects
 // cainjector (which watches every APIService and the metadata of every
@@ -137,7 +144,14 @@ func (o peerOptions) run(ctx context.Context, out io.Writer) error {
 	cfg.QPS, cfg.Burst = 1000, 2000
 	rb := &reconcileBench{o: reconcileOptions{corruptions: o.corruptions}, env: env,
 		core: kubernetes.NewForConfigOrDie(cfg), agg: aggregator.NewForConfigOrDie(cfg), bin: bin}
-	b := &peerBench{o: o, rb: rb, cainjector: cainjector, logDir: env.Dir}
+	// The processes' logs outlive the control plane's scratch directory,
+	// for a failed run to be read.
+	logDir, err := os.MkdirTemp("", "kmshealth-bench-peer-")
+	if err != nil {
+		return fmt.Errorf("create log directory: %w", err)
+	}
+	logf("peer: logs of both sides in %s", logDir)
+	b := &peerBench{o: o, rb: rb, cainjector: cainjector, logDir: logDir}
 	version, err := rb.core.Discovery().ServerVersion()
 	if err != nil {
 		return fmt.Errorf("read kube-apiserver version: %w", err)
@@ -161,7 +175,7 @@ func (o peerOptions) run(ctx context.Context, out io.Writer) error {
 				results[s.name] = &peerResult{}
 			}
 			if err := b.round(ctx, s, n, results[s.name]); err != nil {
-				return fmt.Errorf("%s, %d kept APIServices: %w", s.name, n, err)
+				return fmt.Errorf("%s, %d kept APIServices: %w (logs: %s)", s.name, n, err, logDir)
 			}
 		}
 		if err := printPeer(out, n, o, results["ours"], results["cainjector"], loadAverage()); err != nil {
@@ -223,7 +237,7 @@ func (b *peerBench) round(ctx context.Context, s side, n int, res *peerResult) e
 	if err != nil {
 		return err
 	}
-	lat, err := b.rb.timeRestores(ctx, "v1.p000.bench.example.com", b.bundles[0], settled)
+	lat, err := b.timeRestores(ctx, "v1.p000.bench.example.com", b.bundles[0], settled)
 	if err != nil {
 		return err
 	}
@@ -243,10 +257,93 @@ func (b *peerBench) round(ctx context.Context, s side, n int, res *peerResult) e
 	return nil
 }
 
+// timeRestores overwrites name's caBundle with a stale CA
+// b.o.corruptions times, by Update under another field manager, and times
+// each restore: from the corrupting write's response to the watch event
+// whose caBundle holds the good certificate again. "Holds", not "is":
+// cainjector v1.21 merges the CA it injects into what it finds (its
+// CAInjectorMerging gate, GA and on), so after a corruption it writes
+// stale + good, where ours writes good alone. settled runs after each
+// restore, before the next corruption.
+func (b *peerBench) timeRestores(ctx context.Context, name string, good []byte, settled func() error) (devenv.Latencies, error) {
+	want, err := certificatesDER(good)
+	if err != nil || len(want) != 1 {
+		return nil, fmt.Errorf("the good bundle of %s: want one certificate: %v", name, err)
+	}
+	apis := b.rb.agg.ApiregistrationV1().APIServices()
+	w, err := apis.Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+	if err != nil {
+		return nil, fmt.Errorf("watch APIService %s: %w", name, err)
+	}
+	defer w.Stop()
+	stale := newCA("stale")
+	out := make(devenv.Latencies, 0, b.o.corruptions)
+	for range b.o.corruptions {
+		svc, err := apis.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		svc.Spec.CABundle = stale
+		corrupted, err := apis.Update(ctx, svc, metav1.UpdateOptions{FieldManager: "legacy-installer"})
+		if err != nil {
+			return nil, fmt.Errorf("corrupt APIService %s: %w", name, err)
+		}
+		start := time.Now()
+		after, _ := strconv.ParseInt(corrupted.ResourceVersion, 10, 64)
+		timeout := time.After(10 * time.Second)
+	wait:
+		for {
+			select {
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					return nil, errors.New("watch closed")
+				}
+				s, ok := ev.Object.(*apiregv1.APIService)
+				if !ok {
+					continue
+				}
+				// Only a write after the corruption counts (etcd revisions
+				// are ordered integers).
+				rv, _ := strconv.ParseInt(s.ResourceVersion, 10, 64)
+				if got, _ := certificatesDER(s.Spec.CABundle); rv > after && slices.ContainsFunc(got, func(d []byte) bool { return bytes.Equal(d, want[0]) }) {
+					out = append(out, time.Since(start))
+					break wait
+				}
+			case <-timeout:
+				return nil, fmt.Errorf("the good CA not back in APIService %s within 10s of the corruption", name)
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if err := settled(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// certificatesDER returns the DER of every CERTIFICATE block in bundle.
+func certificatesDER(bundle []byte) ([][]byte, error) {
+	var out [][]byte
+	for rest := bundle; ; {
+		var block *pem.Block
+		if block, rest = pem.Decode(rest); block == nil {
+			break
+		}
+		if block.Type == "CERTIFICATE" {
+			out = append(out, block.Bytes)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no certificate")
+	}
+	return out, nil
+}
+
 // startOurs runs our binary in reconcile mode as bench reconcile does and
 // waits until it leads and has reconciled every kept APIService.
 func (b *peerBench) startOurs(ctx context.Context, n int) (*devenv.Process, error) {
-	logFile, err := os.Create(filepath.Join(b.logDir, fmt.Sprintf("peer-ours-%d.log", n)))
+	logFile, err := os.OpenFile(filepath.Join(b.logDir, fmt.Sprintf("ours-%d.log", n)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -293,7 +390,7 @@ func (b *peerBench) oursSettled(ctx context.Context, p *devenv.Process) (func() 
 // loopback, and waits until it leads and has reconciled every kept
 // APIService.
 func (b *peerBench) startCainjector(ctx context.Context, n int) (*devenv.Process, error) {
-	logFile, err := os.Create(filepath.Join(b.logDir, fmt.Sprintf("peer-cainjector-%d.log", n)))
+	logFile, err := os.OpenFile(filepath.Join(b.logDir, fmt.Sprintf("cainjector-%d.log", n)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
