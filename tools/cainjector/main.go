@@ -102,6 +102,12 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("load kubeconfig %s: %w", o.kubeconfig, err)
 	}
 	cfg.UserAgent = "cainjector"
+	// As ctrl.GetConfigOrDie, which the command uses: no client-side rate
+	// limit (client-go's default, 5 requests per second, would queue the
+	// injector's own GETs and applies).
+	if cfg.QPS == 0 {
+		cfg.QPS = -1
+	}
 
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{kscheme.AddToScheme, cmscheme.AddToScheme, apiext.AddToScheme, apireg.AddToScheme} {
