@@ -143,17 +143,17 @@ func TestPrintTable(t *testing.T) {
 	var out strings.Builder
 	err := printTable(&out, []row{
 		{cli: "terraform 1.5.7", resources: 0, times: devenv.Latencies{3 * s, s, 2 * s}, requests: "LIST=0"},
-		{cli: "tofu 1.12.6", kind: "kmshealth_apiservice_cabundle", resources: 50, times: devenv.Latencies{1500 * time.Millisecond}, requests: "GET apiservices=50"},
-		{cli: "tofu 1.12.6", kind: "kubectl_manifest", resources: 50, times: devenv.Latencies{2 * s}, requests: "GET apiservices=50"},
+		{cli: "tofu 1.12.6", kind: "kmshealth_apiservice_cabundle", resources: 50, times: devenv.Latencies{1500 * time.Millisecond}, cpu: devenv.Latencies{s}, requests: "GET apiservices=50"},
+		{cli: "tofu 1.12.6", kind: "kubectl_manifest", resources: 50, times: devenv.Latencies{2 * s}, cpu: devenv.Latencies{2 * s}, requests: "GET apiservices=50"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `cli              resources                         min    p50    max    API requests per plan
-terraform 1.5.7  0                                 1.00s  2.00s  3.00s  LIST=0
-tofu 1.12.6      50 kmshealth_apiservice_cabundle  1.50s  1.50s  1.50s  GET apiservices=50
-tofu 1.12.6      50 kubectl_manifest               2.00s  2.00s  2.00s  GET apiservices=50
-tofu 1.12.6: p50 of 50 kmshealth_apiservice_cabundle / p50 of 50 kubectl_manifest = 0.75 (alternating runs)
+	want := `cli              resources                         min    p50    max    CPU p50  API requests per plan
+terraform 1.5.7  0                                 1.00s  2.00s  3.00s  n/a      LIST=0
+tofu 1.12.6      50 kmshealth_apiservice_cabundle  1.50s  1.50s  1.50s  1.00s    GET apiservices=50
+tofu 1.12.6      50 kubectl_manifest               2.00s  2.00s  2.00s  2.00s    GET apiservices=50
+tofu 1.12.6: 50 kmshealth_apiservice_cabundle / 50 kubectl_manifest, alternating runs: wall p50 0.75, CPU p50 0.50
 `
 	if out.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
