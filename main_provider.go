@@ -41,8 +41,10 @@ func serveProvider() int {
 }
 
 // sdkLogLevels are the plugin SDKs' own log levels (terraform-plugin-go,
-// its protocol logger, terraform-plugin-framework).
-var sdkLogLevels = []string{"TF_LOG_SDK", "TF_LOG_SDK_PROTO", "TF_LOG_SDK_FRAMEWORK"}
+// its protocol logger, terraform-plugin-framework), and that of the
+// provider's per-request Kubernetes log (a logger built per request: 2% of
+// a no-op plan's provider CPU, for entries Terraform drops).
+var sdkLogLevels = []string{"TF_LOG_SDK", "TF_LOG_SDK_PROTO", "TF_LOG_SDK_FRAMEWORK", provider.RequestLogLevelEnv}
 
 // quietSDKLogs turns the plugin SDKs' logs off when no TF_LOG* variable
 // asks for logs. Left alone, the SDKs log every step of every RPC at TRACE
