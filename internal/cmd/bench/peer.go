@@ -127,10 +127,10 @@ type peerBench struct {
 // count, rounds alternate ours, theirs, ours, …; each round starts the
 // process, waits until it leads and has reconciled every kept APIService,
 // times -corruptions restores (from the corrupting write's response to
-// the watch event of the good bundle) and then reads its RSS.
+// the watch event that shows the good CA back) and then reads its RSS.
 func (o peerOptions) run(ctx context.Context, out io.Writer) error {
 	load := loadAverage()
-	logf("building (first use) or finding cert-manager's cainjector: tools/install.sh cainjector")
+	peerLogf("building (first use) or finding cert-manager's cainjector: tools/install.sh cainjector")
 	cainjector, err := devenv.Tool("cainjector")
 	if err != nil {
 		return fmt.Errorf("cert-manager's cainjector: %w", err)
@@ -142,15 +142,14 @@ func (o peerOptions) run(ctx context.Context, out io.Writer) error {
 	defer cleanup()
 	cfg := env.RESTConfig()
 	cfg.QPS, cfg.Burst = 1000, 2000
-	rb := &reconcileBench{o: reconcileOptions{corruptions: o.corruptions}, env: env,
-		core: kubernetes.NewForConfigOrDie(cfg), agg: aggregator.NewForConfigOrDie(cfg), bin: bin}
+	rb := &reconcileBench{env: env, core: kubernetes.NewForConfigOrDie(cfg), agg: aggregator.NewForConfigOrDie(cfg), bin: bin}
 	// The processes' logs outlive the control plane's scratch directory,
 	// for a failed run to be read.
 	logDir, err := os.MkdirTemp("", "kmshealth-bench-peer-")
 	if err != nil {
 		return fmt.Errorf("create log directory: %w", err)
 	}
-	logf("peer: logs of both sides in %s", logDir)
+	peerLogf("peer: logs of both sides in %s", logDir)
 	b := &peerBench{o: o, rb: rb, cainjector: cainjector, logDir: logDir}
 	version, err := rb.core.Discovery().ServerVersion()
 	if err != nil {
@@ -170,7 +169,7 @@ func (o peerOptions) run(ctx context.Context, out io.Writer) error {
 		results := map[string]*peerResult{}
 		for r := range 2 * o.rounds {
 			s := sides[r%2]
-			logf("peer: %d kept APIServices, round %d of %d: %s", n, r/2+1, o.rounds, s.name)
+			peerLogf("peer: %d kept APIServices, round %d of %d: %s", n, r/2+1, o.rounds, s.name)
 			if results[s.name] == nil {
 				results[s.name] = &peerResult{}
 			}
@@ -185,7 +184,10 @@ func (o peerOptions) run(ctx context.Context, out io.Writer) error {
 	return nil
 }
 
-func logf(format string, args ...any) { _, _ = fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...) }
+// peerLogf reports progress on stderr; the figures go to out.
+func peerLogf(format string, args ...any) {
+	_, _ = fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+}
 
 // keep makes sure APIServices 0..n-1 exist, each with its own CA Secret,
 // annotated for cainjector and kept by ours (our source annotation and the
