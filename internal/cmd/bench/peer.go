@@ -269,8 +269,11 @@ func (b *peerBench) round(ctx context.Context, s side, n int, res *peerResult) e
 // restore, before the next corruption.
 func (b *peerBench) timeRestores(ctx context.Context, name string, good []byte, settled func() error) (devenv.Latencies, error) {
 	want, err := certificatesDER(good)
-	if err != nil || len(want) != 1 {
-		return nil, fmt.Errorf("the good bundle of %s: want one certificate: %v", name, err)
+	if err != nil {
+		return nil, fmt.Errorf("the good bundle of %s: %w", name, err)
+	}
+	if len(want) != 1 {
+		return nil, fmt.Errorf("the good bundle of %s: %d certificates, want one", name, len(want))
 	}
 	apis := b.rb.agg.ApiregistrationV1().APIServices()
 	w, err := apis.Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
