@@ -4,6 +4,7 @@ package main
 
 import (
 	"os"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -50,5 +51,40 @@ func clearTFLog(t *testing.T) {
 	for _, v := range sdkLogLevels {
 		t.Setenv(v, "")
 		_ = os.Unsetenv(v)
+	}
+}
+
+// TestLessGC: the provider collects less often unless GOGC or GOMEMLIMIT
+// says how; a user's setting wins.
+func TestLessGC(t *testing.T) {
+	const sentinelPercent, sentinelLimit = 123, int64(7 << 30)
+	tests := []struct {
+		name        string
+		env         map[string]string
+		wantPercent int
+		wantLimit   int64
+	}{
+		{name: "neither set", wantPercent: 400, wantLimit: 1 << 30},
+		{name: "GOGC set", env: map[string]string{"GOGC": "50"}, wantPercent: sentinelPercent, wantLimit: 1 << 30},
+		{name: "GOMEMLIMIT set", env: map[string]string{"GOMEMLIMIT": "2GiB"}, wantPercent: 400, wantLimit: sentinelLimit},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, k := range []string{"GOGC", "GOMEMLIMIT"} {
+				t.Setenv(k, tt.env[k])
+			}
+			// The runtime read GOGC and GOMEMLIMIT at start: set sentinels
+			// to see whether lessGC changes them, and put the old back.
+			oldPercent := debug.SetGCPercent(sentinelPercent)
+			oldLimit := debug.SetMemoryLimit(sentinelLimit)
+			t.Cleanup(func() { debug.SetGCPercent(oldPercent); debug.SetMemoryLimit(oldLimit) })
+			lessGC()
+			if got := debug.SetGCPercent(sentinelPercent); got != tt.wantPercent {
+				t.Errorf("GC percent = %d, want %d", got, tt.wantPercent)
+			}
+			if got := debug.SetMemoryLimit(-1); got != tt.wantLimit {
+				t.Errorf("memory limit = %d, want %d", got, tt.wantLimit)
+			}
+		})
 	}
 }

@@ -3,7 +3,7 @@
 # checkout, keyed by version, and prints the binary's path. A warm cache costs
 # nothing: the build is skipped when the binary is already there.
 #
-#   tools/install.sh kube-testserver|terraform|terraform-latest|tofu|kube-rbac-proxy|kube-rbac-proxy-v0.19|tfplugindocs|terraform-docs|golangci-lint|goreleaser|promtool
+#   tools/install.sh kube-testserver|terraform|terraform-latest|tofu|kube-rbac-proxy|kube-rbac-proxy-v0.19|tfplugindocs|terraform-docs|golangci-lint|goreleaser|promtool|cainjector|terraform-provider-kubectl
 #   tools/install.sh node-packages   (root, Debian/Ubuntu: the node's containerd, runc, CNI plugins,
 #                                     installed without starting or enabling a host service)
 set -euo pipefail
@@ -26,6 +26,11 @@ GORELEASER_VERSION=v2.15.1
 # promtool checks the alert rules of internal/monitoring (promtool test rules);
 # the Go module version v0.316.0 is Prometheus 3.16.0.
 PROMETHEUS_VERSION=v0.316.0
+# bench peer's comparison: cert-manager's CA injector (= the require in
+# tools/cainjector/go.mod) and gavinbunney/kubectl's kubectl_manifest
+# (bench plan's reference row).
+CAINJECTOR_VERSION=v1.21.2
+KUBECTL_PROVIDER_VERSION=v1.19.0
 
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${KMSHEALTH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kmshealth}
@@ -135,6 +140,20 @@ promtool)
   build promtool "$PROMETHEUS_VERSION" "-nosd" \
     bash -c 'tmp=$(mktemp -d); GOBIN=$tmp go install -trimpath -tags remove_all_sd -ldflags "-s -w" github.com/prometheus/prometheus/cmd/promtool@$0 && mv $tmp/promtool $1' "$PROMETHEUS_VERSION"
   ;;
+cainjector)
+  # cert-manager's command is the nested module .../cmd/cainjector, which
+  # the module proxy does not serve; the wrapper runs the released module's
+  # pkg/controller/cainjector (its reconcilers and watches) in the same
+  # controller-runtime Manager the command builds (tools/cainjector/main.go).
+  build cainjector "$CAINJECTOR_VERSION" "-$(wrapper_digest cainjector)" \
+    bash -c 'cd "$0/cainjector" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$1" .' "$here"
+  ;;
+terraform-provider-kubectl)
+  # gavinbunney/kubectl, for bench plan's kubectl_manifest reference row;
+  # the bench installs it with dev_overrides (no registry is reachable).
+  build terraform-provider-kubectl "$KUBECTL_PROVIDER_VERSION" "" \
+    bash -c 'tmp=$(mktemp -d); GOBIN=$tmp go install -trimpath -ldflags "-s -w" github.com/gavinbunney/terraform-provider-kubectl@$0 && mv $tmp/terraform-provider-kubectl $1' "$KUBECTL_PROVIDER_VERSION"
+  ;;
 node-packages)
   # The node test bed's container runtime, from the distribution (the
   # control plane and kubelet are kube-testserver). The test bed runs its
@@ -202,7 +221,7 @@ node-packages)
   command -v containerd
   ;;
 *)
-  echo "usage: $0 kube-testserver|terraform|terraform-latest|tofu|kube-rbac-proxy|tfplugindocs|terraform-docs|golangci-lint|goreleaser|promtool|node-packages" >&2
+  echo "usage: $0 kube-testserver|terraform|terraform-latest|tofu|kube-rbac-proxy|tfplugindocs|terraform-docs|golangci-lint|goreleaser|promtool|cainjector|terraform-provider-kubectl|node-packages" >&2
   exit 2
   ;;
 esac

@@ -268,6 +268,14 @@ func TestFingerprint(t *testing.T) {
 	}
 }
 
+func TestOpenSSLFingerprint(t *testing.T) {
+	// FIPS 180-2 "abc", in openssl's form: upper-case pairs joined by colons.
+	want := "BA:78:16:BF:8F:01:CF:EA:41:41:40:DE:5D:AE:22:23:B0:03:61:A3:96:17:7A:9C:B4:10:FF:61:F2:00:15:AD"
+	if got := OpenSSLFingerprint([]byte("abc")); got != want {
+		t.Errorf("OpenSSLFingerprint(abc) = %s, want %s", got, want)
+	}
+}
+
 // TestFingerprintSeesWhitespace: bundles that differ only in whitespace
 // parse the same but must fingerprint differently, so a drift shows.
 func TestFingerprintSeesWhitespace(t *testing.T) {

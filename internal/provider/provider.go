@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
@@ -399,10 +400,18 @@ func (c *Clients) connection() *kube.Connection {
 // leave it out of a debug log.
 const logSubsystem = "kubernetes"
 
+// RequestLogLevelEnv sets the level of the Kubernetes request log apart.
+const RequestLogLevelEnv = "TF_LOG_PROVIDER_KMSHEALTH_KUBERNETES"
+
 // logRequest writes one entry of the request log with the request's
-// context, which carries Terraform's logger.
+// context, which carries Terraform's logger. With the log's level OFF (the
+// provider sets it so when no TF_LOG* variable asks for logs) it costs
+// nothing: no subsystem logger is built for a request nobody reads.
 func logRequest(ctx context.Context, msg string, fields map[string]any) {
-	ctx = tflog.NewSubsystem(ctx, logSubsystem, tflog.WithLevelFromEnv("TF_LOG_PROVIDER_KMSHEALTH_KUBERNETES"))
+	if strings.EqualFold(os.Getenv(RequestLogLevelEnv), "OFF") {
+		return
+	}
+	ctx = tflog.NewSubsystem(ctx, logSubsystem, tflog.WithLevelFromEnv(RequestLogLevelEnv))
 	tflog.SubsystemDebug(ctx, logSubsystem, msg, fields)
 }
 

@@ -98,6 +98,29 @@ func (m *apiServiceCABundleModel) setBundle(bundle []byte, now time.Time) {
 	m.FingerprintSHA256, m.CertificateCount, m.NotAfter, m.Certificates = describeBundle(bundle, now)
 }
 
+// setBundleFrom fills the computed attributes that describe bundle, taking
+// them from prior when prior already describes the same bytes (the same
+// fingerprint): a no-op plan then parses no certificate for them.
+func (m *apiServiceCABundleModel) setBundleFrom(prior *apiServiceCABundleModel, bundle []byte, now time.Time) {
+	if prior != nil && describes(prior.FingerprintSHA256, prior.CertificateCount, prior.NotAfter, prior.Certificates, bundle) {
+		m.FingerprintSHA256, m.CertificateCount, m.NotAfter, m.Certificates = prior.FingerprintSHA256, prior.CertificateCount, prior.NotAfter, prior.Certificates
+		return
+	}
+	m.setBundle(bundle, now)
+}
+
+// describes reports whether the four computed attributes are known and
+// were made by describeBundle from bundle: they are set together, always,
+// so the fingerprint of the same bytes vouches for all four.
+func describes(fingerprint types.String, count types.Int64, notAfter types.String, certificates types.List, bundle []byte) bool {
+	for _, v := range []attr.Value{fingerprint, count, notAfter, certificates} {
+		if v.IsNull() || v.IsUnknown() {
+			return false
+		}
+	}
+	return fingerprint.ValueString() == cabundle.Fingerprint(bundle)
+}
+
 // describeBundle is the computed attributes of every caBundle resource
 // that describe a bundle: fingerprint_sha256, certificate_count,
 // not_after and certificates.
@@ -261,7 +284,7 @@ func (r *apiServiceCABundleResource) ModifyPlan(ctx context.Context, req resourc
 	switch {
 	case plan.inline() && !plan.CABundle.IsUnknown():
 		// What apply writes: the certificates re-encoded.
-		plan.setBundle(cabundle.Canonical([]byte(plan.CABundle.ValueString())), r.now())
+		plan.setBundleFrom(state, cabundle.Canonical([]byte(plan.CABundle.ValueString())), r.now())
 	case !plan.inline() && plan.sourceKnown() && r.clients.Known():
 		// A source that cannot be read now (not created yet, no connection
 		// configured) is checked at apply time instead.
@@ -348,7 +371,8 @@ func (r *apiServiceCABundleResource) Read(ctx context.Context, req resource.Read
 	}
 	state.ID = types.StringValue(name)
 	state.CABundleSource = types.StringValue(annotation)
-	state.setBundle(live.Spec.CABundle, r.now())
+	prior := state // the computed attributes as last described
+	state.setBundleFrom(&prior, live.Spec.CABundle, r.now())
 	if state.inline() {
 		held, err := heldIn(ctx, core, ahead, state.source())
 		if err != nil {
@@ -358,8 +382,10 @@ func (r *apiServiceCABundleResource) Read(ctx context.Context, req resource.Read
 		// Report whichever of the live bundle and the ConfigMap drifted from
 		// the last applied value, so either shows as a diff on ca_bundle.
 		// The live bundle is the applied value's certificates re-encoded
-		// (cabundle.Canonical): equivalent is not drift.
-		applied := []byte(state.CABundle.ValueString())
+		// (cabundle.Canonical): equivalent is not drift. Canonical once,
+		// here, so that both comparisons are a bytes.Equal when nothing
+		// drifted (what we wrote is canonical).
+		applied := cabundle.Canonical([]byte(state.CABundle.ValueString()))
 		switch {
 		case !cabundle.Equivalent(live.Spec.CABundle, applied):
 			state.CABundle = types.StringValue(string(live.Spec.CABundle))

@@ -9,6 +9,7 @@
 //	go run ./internal/cmd/bench tlsprofile [-changes=50]
 //	go run ./internal/cmd/bench pod       [-corruptions=50] [-apiservices=200]   (root, Linux)
 //	go run ./internal/cmd/bench reporter  [-plugins=2] [-intervals=3] [-tags=reportonly,grpcnotrace] [-compare]   (root, Linux)
+//	go run ./internal/cmd/bench peer      [-counts=1,200] [-rounds=3] [-corruptions=30]
 //	go run ./internal/cmd/bench all
 //
 // plan (plan.go) times no-op Terraform and OpenTofu plans; reconcile
@@ -18,7 +19,9 @@
 // a rollout target; pod (pod.go) the reconciler as a pod on the test bed's
 // node; reporter (reporter.go) one `report` process of the image's
 // reporter build (or of other builds), as the DaemonSet runs it: memory,
-// binary size and API requests per interval; all runs plan, reconcile,
+// binary size and API requests per interval; peer (peer.go) ours beside
+// cert-manager's cainjector on the same objects: RSS and restore latency;
+// all runs plan, reconcile,
 // tlsprofile and kms in turn with their default flags, each on its own
 // control plane. Every subcommand reads Prometheus metrics with
 // devenv's one parser and summarises timings with devenv.Latencies.
@@ -50,6 +53,7 @@ const usage = `usage: go run ./internal/cmd/bench <subcommand> [flags]
   ` + podUsage + `
   ` + tlsProfileUsage + `
   ` + reporterUsage + `
+  ` + peerUsage + `
   all  (plan, reconcile, tlsprofile and kms in turn, default flags)`
 
 func main() {
@@ -95,6 +99,10 @@ var subcommands = map[string]func(args []string) (runner, error){
 	},
 	"reporter": func(args []string) (runner, error) {
 		o, err := parseReporterFlags(args)
+		return o.run, err
+	},
+	"peer": func(args []string) (runner, error) {
+		o, err := parsePeerFlags(args)
 		return o.run, err
 	},
 	"all": parseAll,

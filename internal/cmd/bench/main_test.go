@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -16,9 +18,9 @@ func TestParsePlanFlags(t *testing.T) {
 		want    planOptions
 		wantErr string
 	}{
-		{args: nil, want: planOptions{resources: 50, runs: 7, clis: []string{"terraform", "tofu"}}},
-		{args: []string{"-resources=3", "-runs=1", "-cli=tofu"}, want: planOptions{resources: 3, runs: 1, clis: []string{"tofu"}}},
-		{args: []string{"-cli=terraform, tofu,"}, want: planOptions{resources: 50, runs: 7, clis: []string{"terraform", "tofu"}}},
+		{args: nil, want: planOptions{resources: 50, runs: 7, clis: []string{"terraform", "tofu"}, reference: true}},
+		{args: []string{"-resources=3", "-runs=1", "-cli=tofu", "-reference=false"}, want: planOptions{resources: 3, runs: 1, clis: []string{"tofu"}}},
+		{args: []string{"-cli=terraform, tofu,"}, want: planOptions{resources: 50, runs: 7, clis: []string{"terraform", "tofu"}, reference: true}},
 		{args: []string{"-resources=0"}, wantErr: "-resources=0"},
 		{args: []string{"-runs=0"}, wantErr: "-runs=0"},
 		{args: []string{"-cli=pulumi"}, wantErr: `unknown CLI "pulumi"`},
@@ -38,7 +40,7 @@ func TestParsePlanFlags(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.resources != tt.want.resources || got.runs != tt.want.runs || strings.Join(got.clis, ",") != strings.Join(tt.want.clis, ",") {
+			if got.resources != tt.want.resources || got.runs != tt.want.runs || got.reference != tt.want.reference || strings.Join(got.clis, ",") != strings.Join(tt.want.clis, ",") {
 				t.Errorf("got %+v, want %+v", got, tt.want)
 			}
 		})
@@ -141,17 +143,85 @@ func TestPrintTable(t *testing.T) {
 	var out strings.Builder
 	err := printTable(&out, []row{
 		{cli: "terraform 1.5.7", resources: 0, times: devenv.Latencies{3 * s, s, 2 * s}, requests: "LIST=0"},
-		{cli: "tofu 1.12.6", resources: 50, times: devenv.Latencies{1500 * time.Millisecond}, requests: "GET apiservices=50"},
+		{cli: "tofu 1.12.6", kind: "kmshealth_apiservice_cabundle", resources: 50, times: devenv.Latencies{1500 * time.Millisecond}, cpu: devenv.Latencies{s}, requests: "GET apiservices=50"},
+		{cli: "tofu 1.12.6", kind: "kubectl_manifest", resources: 50, times: devenv.Latencies{2 * s}, cpu: devenv.Latencies{2 * s}, requests: "GET apiservices=50"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `cli              resources  min    p50    max    API requests per plan
-terraform 1.5.7  0          1.00s  2.00s  3.00s  LIST=0
-tofu 1.12.6      50         1.50s  1.50s  1.50s  GET apiservices=50
+	want := `cli              resources                         min    p50    max    CPU p50  API requests per plan
+terraform 1.5.7  0                                 1.00s  2.00s  3.00s  n/a      LIST=0
+tofu 1.12.6      50 kmshealth_apiservice_cabundle  1.50s  1.50s  1.50s  1.00s    GET apiservices=50
+tofu 1.12.6      50 kubectl_manifest               2.00s  2.00s  2.00s  2.00s    GET apiservices=50
+tofu 1.12.6: 50 kmshealth_apiservice_cabundle / 50 kubectl_manifest, alternating runs: wall p50 0.75, CPU p50 0.50
 `
 	if out.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+func TestKubectlTF(t *testing.T) {
+	pem := "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"
+	got := kubectlTF("/tmp/kubeconfig", []string{pem, pem})
+	for _, want := range []string{
+		`source = "gavinbunney/kubectl"`,
+		`config_path      = "/tmp/kubeconfig"`,
+		`resource "kubectl_manifest" "r1" {`,
+		"  name: v1.k1.bench.example.com\n",
+		"  caBundle: " + base64.StdEncoding.EncodeToString([]byte(pem)) + "\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("main.tf lacks %q:\n%s", want, got)
+		}
+	}
+	if n := strings.Count(got, "resource "); n != 2 {
+		t.Errorf("%d resource blocks, want 2", n)
+	}
+}
+
+func TestParsePeerFlags(t *testing.T) {
+	tests := []struct {
+		args    []string
+		want    string // counts rounds corruptions
+		wantErr string
+	}{
+		{args: nil, want: "[1 200] 3 30"},
+		{args: []string{"-counts=5, 10", "-rounds=1", "-corruptions=2"}, want: "[5 10] 1 2"},
+		{args: []string{"-counts=200,1"}, wantErr: "want ascending"},
+		{args: []string{"-counts=0"}, wantErr: "-counts: 0: want 1..2000"},
+		{args: []string{"-counts=x"}, wantErr: `"x" is not a number`},
+		{args: []string{"-counts="}, wantErr: "-counts is empty"},
+		{args: []string{"-rounds=0"}, wantErr: "-rounds=0"},
+		{args: []string{"-corruptions=0"}, wantErr: "-corruptions=0"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			got, err := parsePeerFlags(tt.args)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want it to contain %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := fmt.Sprint(got.counts, got.rounds, got.corruptions); s != tt.want {
+				t.Errorf("got %s, want %s", s, tt.want)
+			}
+		})
+	}
+}
+
+func TestSumSeries(t *testing.T) {
+	m := map[string]float64{
+		`controller_runtime_reconcile_total{controller="apiservice",result="success"}`: 5,
+		`controller_runtime_reconcile_total{controller="apiservice",result="error"}`:   1,
+		`controller_runtime_reconcile_total{controller="other",result="success"}`:      7,
+		`controller_runtime_reconcile_total_x{controller="apiservice"}`:                9,
+	}
+	if got := cainjectorReconciles(m); got != 6 {
+		t.Errorf("cainjectorReconciles = %v, want 6", got)
 	}
 }
 
@@ -246,5 +316,16 @@ func TestSleepEndsWithContext(t *testing.T) {
 	cancel()
 	if err := sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
 		t.Errorf("sleep = %v, want context.Canceled", err)
+	}
+}
+
+func TestCertificatesDER(t *testing.T) {
+	a, b := newCA("a"), newCA("b")
+	got, err := certificatesDER(append(append([]byte("# comment\n"), a...), b...))
+	if err != nil || len(got) != 2 {
+		t.Fatalf("certificatesDER(a+b) = %d certificates, %v; want 2", len(got), err)
+	}
+	if _, err := certificatesDER([]byte("not PEM")); err == nil {
+		t.Error("certificatesDER(not PEM): no error")
 	}
 }
