@@ -54,6 +54,9 @@ type ResourceProgress struct {
 	Continue string `json:"continue,omitempty"`
 	Done     int64  `json:"done"`
 	Complete bool   `json:"complete"`
+	// Total is how many objects the resource had when the run (or its
+	// latest resumption) counted them; 0 when not counted.
+	Total int64 `json:"total,omitempty"`
 }
 
 // Complete reports whether the run finished every resource.
