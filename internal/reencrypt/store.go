@@ -71,6 +71,16 @@ func (s *recordStore) save(ctx context.Context, r *Record) error {
 	cm.Data[RecordKey] = string(b)
 	updated, err := cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: kube.FieldManager})
 	if apierrors.IsConflict(err) {
+		// A rewrite of configmaps (this run's or another's) may have
+		// written the record back unchanged: that moves its
+		// resourceVersion, not its content. Retry once on top of it.
+		live, gerr := cms.Get(ctx, cm.Name, metav1.GetOptions{})
+		if gerr == nil && live.UID == s.cm.UID && live.Data[RecordKey] == s.cm.Data[RecordKey] {
+			cm.ResourceVersion = live.ResourceVersion
+			updated, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: kube.FieldManager})
+		}
+	}
+	if apierrors.IsConflict(err) {
 		return fmt.Errorf("re-encryption record %s/%s was changed by someone else during the run (another apply of the same "+
 			"re-encryption?); apply again to resume from what it says: %w", s.namespace, cm.Name, err)
 	}
