@@ -44,6 +44,11 @@ type Record struct {
 	// a run without it is unfinished (and resumes on the next apply).
 	FinishedAt *metav1.Time       `json:"finishedAt,omitempty"`
 	Progress   []ResourceProgress `json:"progress,omitempty"`
+	// Method, Concurrency and HealthTarget are the settings the run was
+	// started or last resumed with, so an import reads them back.
+	Method       string `json:"method,omitempty"`
+	Concurrency  int    `json:"concurrency,omitempty"`
+	HealthTarget string `json:"healthTarget,omitempty"`
 }
 
 // ResourceProgress is how far a run got through one resource.

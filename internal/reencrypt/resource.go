@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 )
 
@@ -67,8 +68,11 @@ func Resolve(ctx context.Context, disc discovery.DiscoveryInterface, names []str
 			return nil, err
 		}
 		gvr, err := mapper.ResourceFor(gr.WithVersion(""))
+		if meta.IsNoMatchError(err) {
+			return nil, &UnservedError{Resource: n, Err: err}
+		}
 		if err != nil {
-			return nil, fmt.Errorf("resource %q: the API server does not serve it (%w); list only resources the cluster has", n, err)
+			return nil, fmt.Errorf("resource %q: discovery: %w", n, err)
 		}
 		gvk, err := mapper.KindFor(gvr)
 		if err != nil {
@@ -79,6 +83,52 @@ func Resolve(ctx context.Context, disc discovery.DiscoveryInterface, names []str
 			return nil, fmt.Errorf("resource %q: find its scope: %w", n, err)
 		}
 		out = append(out, Resolved{Name: n, GVR: gvr, Namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace})
+	}
+	return out, nil
+}
+
+// UnservedError says a requested resource is not served by the API server.
+type UnservedError struct {
+	Resource string
+	Err      error
+}
+
+func (e *UnservedError) Error() string {
+	return fmt.Sprintf("resource %q: the API server does not serve it (%v); list only resources the cluster has, as its EncryptionConfiguration names them",
+		e.Resource, e.Err)
+}
+
+func (e *UnservedError) Unwrap() error { return e.Err }
+
+// Planned is what a run would rewrite of one resource.
+type Planned struct {
+	Resource string
+	GVR      schema.GroupVersionResource
+	Objects  int64 // -1: the API server does not say
+}
+
+// Plan resolves the resources and counts their objects, writing nothing:
+// what a plan shows.
+func Plan(ctx context.Context, cfg *rest.Config, resources []string) ([]Planned, error) {
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("re-encryption client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("re-encryption client: %w", err)
+	}
+	resolved, err := Resolve(ctx, disc, resources)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Planned, 0, len(resolved))
+	for _, r := range resolved {
+		n, err := Count(ctx, dyn, r.GVR)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Planned{Resource: r.Name, GVR: r.GVR, Objects: n})
 	}
 	return out, nil
 }

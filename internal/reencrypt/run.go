@@ -59,6 +59,8 @@ type Options struct {
 	PageSize int64
 	// Gate judges the KMS plugins before anything is written; required.
 	Gate Gate
+	// HealthTarget names where Gate reads the reports; only recorded.
+	HealthTarget string
 	// Log hears progress (every LogEvery) and what the run decides.
 	Log func(format string, args ...any)
 	// LogEvery is the progress interval; default DefaultLogEvery.
@@ -266,6 +268,7 @@ func (r *run) begin(path string) {
 	}
 	rec.Path = path
 	rec.FinishedAt = nil
+	rec.Method, rec.Concurrency, rec.HealthTarget = r.o.Method, r.o.Concurrency, r.o.HealthTarget
 	rec.Resources = append([]string(nil), r.o.Resources...)
 	progress := make([]ResourceProgress, 0, len(r.o.Resources))
 	for _, name := range r.o.Resources {
