@@ -53,7 +53,9 @@ func TestAccKMSReencryption_rotation(t *testing.T) {
 	}
 	ns := uniqueName(t)
 	mustCreateNamespace(t, ns)
-	t.Cleanup(func() { _ = env.Clientset().CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = env.Clientset().CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	})
 	for i := range 20 {
 		mustCreateSecret(t, ns, fmt.Sprintf("s-%02d", i), map[string][]byte{"v": []byte("secret")})
 		if _, err := env.Clientset().CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
@@ -150,7 +152,9 @@ func TestAccKMSReencryption_gate(t *testing.T) {
 	t.Parallel()
 	ns := uniqueName(t)
 	mustCreateNamespace(t, ns)
-	t.Cleanup(func() { _ = env.Clientset().CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = env.Clientset().CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	})
 	tg := newKMSHealthTarget(t)
 	at := reportNow()
 	mustReport(t, tg, "cp-a", healthyPlugin("1", "k-9", at))
