@@ -9,6 +9,7 @@
 //	go run ./internal/cmd/bench tlsprofile [-changes=50]
 //	go run ./internal/cmd/bench pod       [-corruptions=50] [-apiservices=200]   (root, Linux)
 //	go run ./internal/cmd/bench reporter  [-plugins=2] [-intervals=3] [-tags=reportonly,grpcnotrace] [-compare]   (root, Linux)
+//	go run ./internal/cmd/bench reencrypt [-secrets=10000] [-concurrency=8] [-page=500]
 //	go run ./internal/cmd/bench all
 //
 // plan (plan.go) times no-op Terraform and OpenTofu plans; reconcile
@@ -50,6 +51,7 @@ const usage = `usage: go run ./internal/cmd/bench <subcommand> [flags]
   ` + podUsage + `
   ` + tlsProfileUsage + `
   ` + reporterUsage + `
+  ` + reencryptUsage + `
   all  (plan, reconcile, tlsprofile and kms in turn, default flags)`
 
 func main() {
@@ -95,6 +97,10 @@ var subcommands = map[string]func(args []string) (runner, error){
 	},
 	"reporter": func(args []string) (runner, error) {
 		o, err := parseReporterFlags(args)
+		return o.run, err
+	},
+	"reencrypt": func(args []string) (runner, error) {
+		o, err := parseReencryptFlags(args)
 		return o.run, err
 	},
 	"all": parseAll,
