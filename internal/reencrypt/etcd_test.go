@@ -2,8 +2,11 @@ package reencrypt_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reencrypt"
 )
@@ -70,5 +73,65 @@ func TestRun_reencryptsUnderNewKey(t *testing.T) {
 				t.Errorf("%s is stored under key %q after the run, want 2", k, id)
 			}
 		}
+	}
+}
+
+// TestRun_autoPath is serial: it starts the bed's storage version
+// migrator and rotates the package's KMS key.
+//
+// method = auto rewrites where no controller carries
+// StorageVersionMigrations out, and takes StorageVersionMigration where
+// one does; either way every Secret and ConfigMap ends up under the new
+// key in etcd, and the record says which path ran.
+func TestRun_autoPath(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	env.StopStorageVersionMigrator()
+	ns := newNamespace(t)
+	gate := pluginGate(t)
+	for _, tc := range []struct {
+		key      string
+		migrator bool
+		wantPath string
+	}{
+		{"2", false, reencrypt.PathRewrite},
+		{"3", true, reencrypt.PathStorageVersionMigration},
+	} {
+		t.Run(tc.wantPath, func(t *testing.T) {
+			if tc.migrator {
+				if err := env.StartStorageVersionMigrator(ctx); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(env.StopStorageVersionMigrator)
+			}
+			makeSecrets(t, ns, 5) // under the previous key
+			useKey(t, tc.key)
+			if err := env.WaitKeyInUse(ctx, tc.key); err != nil {
+				t.Fatal(err)
+			}
+			o := options(t, ns, gate)
+			o.Name, o.KeyID, o.Method = "auto", tc.key, reencrypt.MethodAuto
+			o.Resources = []string{"secrets", "configmaps"}
+			rec, err := reencrypt.Run(ctx, env.RESTConfig(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.Path != tc.wantPath || !rec.Complete() {
+				t.Fatalf("record %+v: want a finished run by %s", rec, tc.wantPath)
+			}
+			for _, prefix := range []string{"secrets/", "configmaps/"} {
+				for k, id := range storedUnder(t, ctx, prefix) {
+					if id != tc.key {
+						t.Errorf("%s is stored under key %q after the run, want %s", k, id, tc.key)
+					}
+				}
+			}
+			// The next subtest writes its Secrets again under this key.
+			for i := range 5 {
+				if err := env.Clientset().CoreV1().Secrets(ns).Delete(ctx, fmt.Sprintf("s-%03d", i), metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
 	}
 }
