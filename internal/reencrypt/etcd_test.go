@@ -30,31 +30,25 @@ func storedUnder(t *testing.T, ctx context.Context, prefix string) map[string]st
 func TestRun_reencryptsUnderNewKey(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	useKey(t, "1")
-	if err := env.WaitKeyInUse(ctx, "1"); err != nil {
-		t.Fatal(err)
-	}
+	before := rotate(t, ctx)
 	ns := newNamespace(t)
 	makeSecrets(t, ns, 25)
 	makeConfigMaps(t, ns, 15)
 	for _, prefix := range []string{"secrets/" + ns + "/", "configmaps/" + ns + "/"} {
 		for k, id := range storedUnder(t, ctx, prefix) {
-			if id != "1" {
-				t.Fatalf("%s stored under %q before the rotation, want 1", k, id)
+			if id != before {
+				t.Fatalf("%s stored under %q before the rotation, want %s", k, id, before)
 			}
 		}
 	}
 
-	useKey(t, "2")
-	if err := env.WaitKeyInUse(ctx, "2"); err != nil {
-		t.Fatal(err)
-	}
-	if got := storedUnder(t, ctx, "secrets/"+ns+"/")["/registry/secrets/"+ns+"/s-000"]; got != "1" {
-		t.Fatalf("s-000 is stored under %q right after the rotation, want still 1", got)
+	after := rotate(t, ctx)
+	if got := storedUnder(t, ctx, "secrets/"+ns+"/")["/registry/secrets/"+ns+"/s-000"]; got != before {
+		t.Fatalf("s-000 is stored under %q right after the rotation, want still %s", got, before)
 	}
 
 	o := options(t, ns, pluginGate(t))
-	o.KeyID = "2"
+	o.KeyID = after
 	o.Resources = []string{"secrets", "configmaps"}
 	rec, err := reencrypt.Run(ctx, env.RESTConfig(), o)
 	if err != nil {
@@ -69,8 +63,8 @@ func TestRun_reencryptsUnderNewKey(t *testing.T) {
 			t.Fatalf("etcd has nothing under /registry/%s", prefix)
 		}
 		for k, id := range stored {
-			if id != "2" {
-				t.Errorf("%s is stored under key %q after the run, want 2", k, id)
+			if id != after {
+				t.Errorf("%s is stored under key %q after the run, want %s", k, id, after)
 			}
 		}
 	}
@@ -90,12 +84,11 @@ func TestRun_autoPath(t *testing.T) {
 	ns := newNamespace(t)
 	gate := pluginGate(t)
 	for _, tc := range []struct {
-		key      string
 		migrator bool
 		wantPath string
 	}{
-		{"2", false, reencrypt.PathRewrite},
-		{"3", true, reencrypt.PathStorageVersionMigration},
+		{false, reencrypt.PathRewrite},
+		{true, reencrypt.PathStorageVersionMigration},
 	} {
 		t.Run(tc.wantPath, func(t *testing.T) {
 			if tc.migrator {
@@ -105,12 +98,9 @@ func TestRun_autoPath(t *testing.T) {
 				t.Cleanup(env.StopStorageVersionMigrator)
 			}
 			makeSecrets(t, ns, 5) // under the previous key
-			useKey(t, tc.key)
-			if err := env.WaitKeyInUse(ctx, tc.key); err != nil {
-				t.Fatal(err)
-			}
+			key := rotate(t, ctx)
 			o := options(t, ns, gate)
-			o.Name, o.KeyID, o.Method = "auto", tc.key, reencrypt.MethodAuto
+			o.Name, o.KeyID, o.Method = "auto", key, reencrypt.MethodAuto
 			o.Resources = []string{"secrets", "configmaps"}
 			rec, err := reencrypt.Run(ctx, env.RESTConfig(), o)
 			if err != nil {
@@ -121,8 +111,8 @@ func TestRun_autoPath(t *testing.T) {
 			}
 			for _, prefix := range []string{"secrets/", "configmaps/"} {
 				for k, id := range storedUnder(t, ctx, prefix) {
-					if id != tc.key {
-						t.Errorf("%s is stored under key %q after the run, want %s", k, id, tc.key)
+					if id != key {
+						t.Errorf("%s is stored under key %q after the run, want %s", k, id, key)
 					}
 				}
 			}

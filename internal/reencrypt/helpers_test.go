@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,11 +73,22 @@ func makeConfigMaps(t *testing.T, ns string, n int) {
 	}
 }
 
-// useKey sets the test plugin's key for this test and back afterwards.
-func useKey(t *testing.T, id string) {
-	before := env.KMS.KeyID()
+// keys numbers the key IDs the tests rotate to.
+var keys atomic.Int64
+
+// rotate moves the test plugin to a key ID never used before and waits
+// until kube-apiserver writes under it. Never back to an earlier key: the
+// API server learns a key only from a Status poll, so a key it never saw
+// between two rotations would leave it on the old one, and WaitKeyInUse
+// would wait for a data key that is never wrapped.
+func rotate(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	id := fmt.Sprintf("k%d", keys.Add(1))
 	env.KMS.SetKeyID(id)
-	t.Cleanup(func() { env.KMS.SetKeyID(before) })
+	if err := env.WaitKeyInUse(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
 
 // writes records the object paths of every PUT a client sends.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -286,20 +287,20 @@ func TestRun_newKeyStartsOver(t *testing.T) {
 	ns := newNamespace(t)
 	makeSecrets(t, ns, 4)
 	gate := pluginGate(t)
-	useKey(t, "1")
 	o := options(t, ns, gate)
 	if _, err := reencrypt.Run(context.Background(), env.RESTConfig(), o); err != nil {
 		t.Fatal(err)
 	}
-	useKey(t, "2")
-	o.KeyID = "2"
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	o.KeyID = rotate(t, ctx)
 	var w writes
 	rec, err := reencrypt.Run(context.Background(), w.config(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.KeyID != "2" || !rec.Complete() {
-		t.Errorf("record %+v: want a finished run under key 2", rec)
+	if rec.KeyID != o.KeyID || !rec.Complete() {
+		t.Errorf("record %+v: want a finished run under key %s", rec, o.KeyID)
 	}
 	if n := len(w.in(secretsPath(ns))); n != 4 {
 		t.Errorf("%d Secrets of %s written under the new key, want all 4", n, ns)
