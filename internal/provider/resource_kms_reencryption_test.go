@@ -38,17 +38,20 @@ resource "kmshealth_kms_reencryption" "test" {
 // TestAccKMSReencryption_rotation is serial: it rotates the test bed's one
 // KMS key, which every object of the API server is stored under.
 //
-// Secrets and ConfigMaps written under key 1; the plugin rotated to key 2
+// Secrets and ConfigMaps written under key A; the plugin rotated to key B
 // and kube-apiserver writing under it; the reports say every node is on
-// 2; apply re-encrypts, and etcd shows every Secret and ConfigMap of the
-// cluster under 2. The next plan is empty; import reads the record back.
+// B; apply re-encrypts, and etcd shows every Secret and ConfigMap of the
+// cluster under B. The next plan is empty; import reads the record back.
+// It leaves the bed on key B: tests after it must not assume a key.
 func TestAccKMSReencryption_rotation(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	before := env.KMS.KeyID()
-	t.Cleanup(func() { env.KMS.SetKeyID(before) })
-	env.KMS.SetKeyID("1")
-	if err := env.WaitKeyInUse(ctx, "1"); err != nil {
+	// Rotate to keys never used before and never back: kube-apiserver
+	// learns a key only from a Status poll, so one it never saw would
+	// leave it on the previous key.
+	keyA, keyB := "reencryption-a", "reencryption-b"
+	env.KMS.SetKeyID(keyA)
+	if err := env.WaitKeyInUse(ctx, keyA); err != nil {
 		t.Fatal(err)
 	}
 	ns := uniqueName(t)
@@ -64,16 +67,16 @@ func TestAccKMSReencryption_rotation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	env.KMS.SetKeyID("2")
-	if err := env.WaitKeyInUse(ctx, "2"); err != nil {
+	env.KMS.SetKeyID(keyB)
+	if err := env.WaitKeyInUse(ctx, keyB); err != nil {
 		t.Fatal(err)
 	}
 	tg := newKMSHealthTarget(t)
 	for _, node := range []string{"cp-a", "cp-b"} {
-		mustReport(t, tg, node, healthyPlugin("1", "2", reportNow()))
+		mustReport(t, tg, node, healthyPlugin("1", keyB, reportNow()))
 	}
-	if n := storedUnderCount(t, ctx, "secrets/"+ns+"/", "1"); n != 20 {
-		t.Fatalf("%d of the 20 Secrets stored under key 1 before the apply", n)
+	if n := storedUnderCount(t, ctx, "secrets/"+ns+"/", keyA); n != 20 {
+		t.Fatalf("%d of the 20 Secrets stored under key %s before the apply", n, keyA)
 	}
 
 	config := reencryptionConfig(tg, ns, "")
@@ -84,7 +87,7 @@ func TestAccKMSReencryption_rotation(t *testing.T) {
 				Config: config,
 				Check: resource.ComposeAggregateTestCheckFunc(
 					resource.TestCheckResourceAttr(reencryptionAddr, "id", ns+"/rotation"),
-					resource.TestCheckResourceAttr(reencryptionAddr, "key_id", "2"),
+					resource.TestCheckResourceAttr(reencryptionAddr, "key_id", keyB),
 					resource.TestCheckResourceAttr(reencryptionAddr, "method", "auto"),
 					resource.TestCheckResourceAttr(reencryptionAddr, "path", reencrypt.PathRewrite),
 					resource.TestCheckResourceAttrSet(reencryptionAddr, "objects.secrets"),
@@ -98,8 +101,8 @@ func TestAccKMSReencryption_rotation(t *testing.T) {
 								return err
 							}
 							for k, id := range stored {
-								if id != "2" {
-									return fmt.Errorf("%s is stored under key %q after the apply, want 2", k, id)
+								if id != keyB {
+									return fmt.Errorf("%s is stored under key %q after the apply, want %s", k, id, keyB)
 								}
 							}
 						}
