@@ -124,8 +124,11 @@ func TestAccKMSReencryption_rotation(t *testing.T) {
 		},
 		CheckDestroy: func(*terraform.State) error {
 			_, err := env.Clientset().CoreV1().ConfigMaps(ns).Get(context.Background(), reencrypt.RecordName("rotation"), metav1.GetOptions{})
-			if !apierrors.IsNotFound(err) {
-				return fmt.Errorf("record after destroy: %v, want NotFound", err)
+			switch {
+			case err == nil:
+				return fmt.Errorf("record %s/%s still exists after destroy", ns, reencrypt.RecordName("rotation"))
+			case !apierrors.IsNotFound(err):
+				return fmt.Errorf("read the record after destroy: %w", err)
 			}
 			return nil
 		},
