@@ -10,13 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	svmv1beta1 "k8s.io/api/storagemigration/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reencrypt"
@@ -64,7 +58,10 @@ func TestStorageVersionMigrationAvailable_withoutController(t *testing.T) {
 }
 
 // TestMigrateWithSVM is serial: it starts the bed's storage version
-// migrator and rotates the package's KMS key.
+// migrator and rotates the package's KMS key. (The bed writes one Secret or
+// ConfigMap when a migration of them is queued, so the migrator starts at
+// once rather than at its informer's next bookmark; see
+// testenv.Env.StartStorageVersionMigrator.)
 //
 // Objects written under key 1, the plugin rotated to key 2 and the API
 // server on it: after MigrateWithSVM for secrets and configmaps, every
@@ -148,18 +145,7 @@ func TestMigrateWithSVM(t *testing.T) {
 
 	for _, gvr := range []schema.GroupVersionResource{secretsGVR, configMapsGVR} {
 		start := time.Now()
-		nudged := nudgeWhenQueued(ctx, t, reencrypt.SVMName("test-rotation", metav1.GroupResource{Resource: gvr.Resource}), leftover.UID, func() error {
-			if gvr.Resource == "secrets" {
-				_, err := c.Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "nudge"}}, metav1.CreateOptions{})
-				return err
-			}
-			_, err := c.ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "nudge"}}, metav1.CreateOptions{})
-			return err
-		})
 		if err := reencrypt.MigrateWithSVM(ctx, env.RESTConfig(), gvr, "test-rotation", t.Logf); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-nudged; err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("%s migrated in %s", gvr.Resource, time.Since(start).Round(time.Millisecond))
@@ -223,44 +209,6 @@ func TestSVMName(t *testing.T) {
 			t.Errorf("SVMName(%q, %v) is %d long", tc.name, tc.gr, len(got))
 		}
 	}
-}
-
-// nudgeWhenQueued writes one object of the migrated resource (write) once
-// the migration named svmName (not the one of UID skip) has its
-// status.resourceVersion. The migrator starts only when the garbage
-// collector's informer has seen that resourceVersion; on a resource nobody
-// writes that is its next watch bookmark, about a minute later (measured
-// here: 41 s and 82 s for the two resources). A write after it is an event
-// the informer sees at once, as on a cluster where the resource is
-// written. The quiet-cluster delay is MigrateWithSVM's documented
-// behaviour, not what this test is about.
-func nudgeWhenQueued(ctx context.Context, t *testing.T, svmName string, skip types.UID, write func() error) <-chan error {
-	t.Helper()
-	svms := env.Clientset().StoragemigrationV1beta1().StorageVersionMigrations()
-	sel := fields.OneTermEqualSelector("metadata.name", svmName).String()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = sel
-			return svms.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = sel
-			return svms.Watch(ctx, o)
-		},
-	}
-	out := make(chan error, 1)
-	go func() {
-		_, err := watchtools.UntilWithSync(ctx, lw, &svmv1beta1.StorageVersionMigration{}, nil, func(ev watch.Event) (bool, error) {
-			s, ok := ev.Object.(*svmv1beta1.StorageVersionMigration)
-			return ok && s.UID != skip && s.Status.ResourceVersion != "", nil
-		})
-		if err != nil {
-			out <- fmt.Errorf("wait for migration %s to be queued: %w", svmName, err)
-			return
-		}
-		out <- write()
-	}()
-	return out
 }
 
 // storedNotUnder lists the etcd keys under prefix not stored under keyID.

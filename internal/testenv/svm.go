@@ -10,6 +10,16 @@ import (
 	"os/exec"
 	"strconv"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	svmv1beta1 "k8s.io/api/storagemigration/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 )
 
 // StorageVersionMigration (KEP-4192) in the Kubernetes the bed runs
@@ -28,7 +38,17 @@ const (
 // StartStorageVersionMigrator starts a kube-controller-manager that runs
 // only the storage version migrator (and the garbage collector it needs),
 // and returns once its /healthz answers ok; StopStorageVersionMigrator (or
-// Stop) ends it. The bed's API server always serves the API; without this
+// Stop) ends it.
+//
+// The migrator starts a migration only once the garbage collector's
+// informer has seen the resourceVersion the migration runs up to; on a
+// resource nobody writes, that is the informer's next watch bookmark,
+// about a minute later (41-82 s measured here). So that tests do not wait
+// for it, the bed writes the Secret or ConfigMap default/
+// kmshealth-testenv-svm-nudge (data "uid": the migration's UID) as soon as
+// a migration of secrets or configmaps is queued, as a cluster where the
+// resource is written would; migrations of other resources take their
+// natural time. The bed's API server always serves the API; without this
 // controller StorageVersionMigrations are accepted and never progress, as
 // on a cluster whose kube-controller-manager lacks the feature gate.
 //
@@ -63,6 +83,10 @@ func (e *Env) StartStorageVersionMigrator(ctx context.Context) error {
 		return fmt.Errorf("storage version migrator: %w; log: %s", err, e.logTail("kube-controller-manager-svm.log"))
 	}
 	e.migrator = cmd
+	nudgeCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); e.nudgeQueuedMigrations(nudgeCtx) }()
+	e.stopNudger = func() { cancel(); <-done }
 	return nil
 }
 
@@ -71,8 +95,81 @@ func (e *Env) StartStorageVersionMigrator(ctx context.Context) error {
 func (e *Env) StopStorageVersionMigrator() {
 	e.migratorMu.Lock()
 	defer e.migratorMu.Unlock()
+	if e.stopNudger != nil {
+		e.stopNudger()
+		e.stopNudger = nil
+	}
 	stop(e.migrator)
 	e.migrator = nil
+}
+
+// svmNudgeName is the object nudgeQueuedMigrations writes.
+const svmNudgeName = "kmshealth-testenv-svm-nudge"
+
+// nudgeQueuedMigrations writes one Secret or ConfigMap whenever a migration
+// of that resource is queued (status.resourceVersion set, no condition
+// yet), until ctx ends; see StartStorageVersionMigrator. It follows the
+// migrations by a watch that is resumed when the server ends it and
+// restarted from a fresh list when its resourceVersion is too old.
+func (e *Env) nudgeQueuedMigrations(ctx context.Context) {
+	client, err := kubernetes.NewForConfig(e.RESTConfig())
+	if err != nil {
+		return
+	}
+	svms := client.StoragemigrationV1beta1().StorageVersionMigrations()
+	lw := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		return svms.Watch(ctx, o)
+	}}
+	nudged := map[types.UID]bool{}
+	for ctx.Err() == nil {
+		list, err := svms.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return // the API server is gone (the bed is stopping)
+		}
+		for i := range list.Items {
+			e.nudge(ctx, client, &list.Items[i], nudged)
+		}
+		w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, lw)
+		if err != nil {
+			return
+		}
+		for ev := range w.ResultChan() {
+			if s, ok := ev.Object.(*svmv1beta1.StorageVersionMigration); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) {
+				e.nudge(ctx, client, s, nudged)
+			}
+		}
+		w.Stop()
+	}
+}
+
+// nudge writes the nudge object of s's resource once per migration, when
+// s is queued and is a migration of Secrets or ConfigMaps.
+func (e *Env) nudge(ctx context.Context, client kubernetes.Interface, s *svmv1beta1.StorageVersionMigration, nudged map[types.UID]bool) {
+	r := s.Spec.Resource
+	if nudged[s.UID] || s.Status.ResourceVersion == "" || len(s.Status.Conditions) > 0 || r.Group != "" {
+		return
+	}
+	meta := metav1.ObjectMeta{Name: svmNudgeName, Namespace: metav1.NamespaceDefault}
+	data := map[string]string{"uid": string(s.UID)}
+	var err error
+	switch r.Resource {
+	case "secrets":
+		secrets := client.CoreV1().Secrets(meta.Namespace)
+		obj := &corev1.Secret{ObjectMeta: meta, StringData: data}
+		if _, err = secrets.Update(ctx, obj, metav1.UpdateOptions{}); apierrors.IsNotFound(err) {
+			_, err = secrets.Create(ctx, obj, metav1.CreateOptions{})
+		}
+	case "configmaps":
+		cms := client.CoreV1().ConfigMaps(meta.Namespace)
+		obj := &corev1.ConfigMap{ObjectMeta: meta, Data: data}
+		if _, err = cms.Update(ctx, obj, metav1.UpdateOptions{}); apierrors.IsNotFound(err) {
+			_, err = cms.Create(ctx, obj, metav1.CreateOptions{})
+		}
+	default:
+		return
+	}
+	// A failed nudge only costs the migration its natural delay.
+	nudged[s.UID] = err == nil
 }
 
 // waitHealthz polls a control-plane component's /healthz on its own

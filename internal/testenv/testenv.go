@@ -62,6 +62,7 @@ type Env struct {
 
 	migratorMu sync.Mutex
 	migrator   *exec.Cmd // kube-controller-manager running the storage version migrator, on demand
+	stopNudger func()    // ends nudgeQueuedMigrations
 
 	ca       *keyPair
 	forNode  bool // started by MainWithNode, in the node's namespaces
