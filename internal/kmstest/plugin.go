@@ -30,6 +30,9 @@ type Plugin struct {
 	healthz string
 	keyID   string
 	version string
+	// wrapped holds, per key ID, a channel closed on the first Encrypt
+	// under that key since SetKeyID made it current (see Encrypted).
+	wrapped map[string]chan struct{}
 }
 
 // Start serves a plugin on the unix socket path (not a unix:// URL) with the
@@ -38,7 +41,10 @@ func Start(socketPath, keyID string) (*Plugin, error) {
 	if err := os.Remove(socketPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("remove stale socket %s: %w", socketPath, err)
 	}
-	p := &Plugin{socket: socketPath, healthz: "ok", keyID: keyID, version: "v2", done: make(chan error, 1)}
+	p := &Plugin{
+		socket: socketPath, healthz: "ok", keyID: keyID, version: "v2", done: make(chan error, 1),
+		wrapped: map[string]chan struct{}{keyID: make(chan struct{})},
+	}
 	p.grpc = service.NewGRPCService(socketPath, 5*time.Second, p)
 	go func() { p.done <- p.grpc.ListenAndServe() }()
 	deadline := time.Now().Add(10 * time.Second)
@@ -73,11 +79,33 @@ func (p *Plugin) SetHealthz(h string) {
 	p.healthz = h
 }
 
-// SetKeyID switches the key new data is encrypted under, as a KEK rotation does.
+// SetKeyID switches the key new data is encrypted under, as a KEK rotation
+// does. kube-apiserver learns of it from its next Status call; see
+// Encrypted and testenv's Env.WaitKeyInUse.
 func (p *Plugin) SetKeyID(id string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if id != p.keyID {
+		p.wrapped[id] = make(chan struct{})
+	}
 	p.keyID = id
+}
+
+// Encrypted returns a channel that is closed once the plugin has encrypted
+// under keyID since it last became the current key. kube-apiserver calls
+// Encrypt only to wrap a new data key (seed), which it does when a Status
+// response names a key ID other than the one of its current data key: so
+// after SetKeyID(keyID), the channel closes when the API server has taken
+// the new key (it stores its new data key right after Encrypt returns).
+func (p *Plugin) Encrypted(keyID string) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ch, ok := p.wrapped[keyID]
+	if !ok {
+		ch = make(chan struct{})
+		p.wrapped[keyID] = ch
+	}
+	return ch
 }
 
 // KeyID returns the current key id.
@@ -102,7 +130,7 @@ func (p *Plugin) Status(context.Context) (*service.StatusResponse, error) {
 
 // Encrypt implements service.Service.
 func (p *Plugin) Encrypt(_ context.Context, _ string, data []byte) (*service.EncryptResponse, error) {
-	keyID := p.KeyID()
+	keyID := p.encrypting()
 	aead, err := aeadFor(keyID)
 	if err != nil {
 		return nil, err
@@ -112,6 +140,23 @@ func (p *Plugin) Encrypt(_ context.Context, _ string, data []byte) (*service.Enc
 		return nil, err
 	}
 	return &service.EncryptResponse{Ciphertext: aead.Seal(nonce, nonce, data, nil), KeyID: keyID}, nil
+}
+
+// encrypting returns the current key ID and marks it as used for Encrypted.
+func (p *Plugin) encrypting() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ch, ok := p.wrapped[p.keyID]
+	if !ok {
+		ch = make(chan struct{})
+		p.wrapped[p.keyID] = ch
+	}
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+	return p.keyID
 }
 
 // Decrypt implements service.Service; data written under an older key id

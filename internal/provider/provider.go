@@ -310,7 +310,7 @@ func (m providerModel) kubeConfig(ctx context.Context) (kube.Config, diag.Diagno
 }
 
 func (p *kmshealthProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{NewAPIServiceCABundleResource, NewReconcilerResource, NewReporterResource, NewTLSProfileConfigMapResource, NewRBACProxySidecarResource, NewWebhookCABundleResource}
+	return []func() resource.Resource{NewAPIServiceCABundleResource, NewReconcilerResource, NewReporterResource, NewTLSProfileConfigMapResource, NewRBACProxySidecarResource, NewWebhookCABundleResource, NewKMSReencryptionResource}
 }
 
 func (p *kmshealthProvider) DataSources(context.Context) []func() datasource.DataSource {

@@ -44,6 +44,11 @@ type Record struct {
 	// a run without it is unfinished (and resumes on the next apply).
 	FinishedAt *metav1.Time       `json:"finishedAt,omitempty"`
 	Progress   []ResourceProgress `json:"progress,omitempty"`
+	// Method, Concurrency and HealthTarget are the settings the run was
+	// started or last resumed with, so an import reads them back.
+	Method       string `json:"method,omitempty"`
+	Concurrency  int    `json:"concurrency,omitempty"`
+	HealthTarget string `json:"healthTarget,omitempty"`
 }
 
 // ResourceProgress is how far a run got through one resource.
@@ -54,6 +59,9 @@ type ResourceProgress struct {
 	Continue string `json:"continue,omitempty"`
 	Done     int64  `json:"done"`
 	Complete bool   `json:"complete"`
+	// Total is how many objects the resource had when the run (or its
+	// latest resumption) counted them; 0 when not counted.
+	Total int64 `json:"total,omitempty"`
 }
 
 // Complete reports whether the run finished every resource.

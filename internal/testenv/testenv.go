@@ -1,10 +1,12 @@
 // Package testenv starts the real control plane every cluster test and the
 // demo run against: etcd and kube-apiserver (the kube-testserver binary built
 // by tools/install.sh from the Go module proxy) on free loopback ports, RBAC
-// on, token and client-certificate authentication, and Secrets encrypted at
-// rest through a real KMS v2 plugin (package kmstest) on a unix socket, and
-// kube-controller-manager's namespace controller. MainWithNode adds a real
-// node (kubelet, every controller, the scheduler and kube-proxy).
+// on, token and client-certificate authentication, Secrets and ConfigMaps
+// encrypted at rest through a real KMS v2 plugin (package kmstest) on a unix
+// socket, storagemigration.k8s.io served, and kube-controller-manager's
+// namespace controller. StartStorageVersionMigrator runs the storage version
+// migrator on demand; MainWithNode adds a real node (kubelet, every
+// controller, the scheduler and kube-proxy).
 package testenv
 
 import (
@@ -49,7 +51,7 @@ type Env struct {
 	ClientKey    []byte
 	Token        string // a system:masters bearer token (token auth file)
 	EtcdEndpoint string
-	KMS          *kmstest.Plugin // the plugin the API server encrypts Secrets with
+	KMS          *kmstest.Plugin // the plugin the API server encrypts EncryptedResources with
 
 	binary    string
 	apiArgs   []string
@@ -57,6 +59,10 @@ type Env struct {
 	apiserver *exec.Cmd
 
 	controllers *exec.Cmd // kube-controller-manager, namespace controller only (no node)
+
+	migratorMu sync.Mutex
+	migrator   *exec.Cmd // kube-controller-manager running the storage version migrator, on demand
+	stopNudger func()    // ends nudgeQueuedMigrations
 
 	ca       *keyPair
 	forNode  bool // started by MainWithNode, in the node's namespaces
@@ -133,7 +139,7 @@ func (e *Env) start(ctx context.Context) error {
 	if err := os.WriteFile(encCfg, []byte(fmt.Sprintf(`apiVersion: apiserver.config.k8s.io/v1
 kind: EncryptionConfiguration
 resources:
-- resources: [secrets]
+- resources: [%s]
   providers:
   - kms:
       apiVersion: v2
@@ -141,7 +147,7 @@ resources:
       endpoint: %s
       timeout: 5s
   - identity: {}
-`, KMSProviderName, e.KMS.Endpoint())), 0o600); err != nil {
+`, strings.Join(EncryptedResources, ", "), KMSProviderName, e.KMS.Endpoint())), 0o600); err != nil {
 		return err
 	}
 
@@ -172,6 +178,10 @@ resources:
 		"--service-account-signing-key-file=" + p.saKeyFile,
 		"--service-cluster-ip-range=" + ServiceCIDR,
 		"--encryption-provider-config=" + encCfg,
+		// StorageVersionMigration is served (beta, off by default); its
+		// controller runs only on demand (StartStorageVersionMigrator).
+		"--feature-gates=" + svmFeatureGate + "=true",
+		"--runtime-config=" + svmRuntimeConfig,
 		"--allow-privileged=true",
 		"--endpoint-reconciler-type=" + endpoints,
 		"--enable-priority-and-fairness=false",
@@ -243,6 +253,7 @@ func (e *Env) Stop() {
 	if e.node != nil {
 		e.node.stop()
 	}
+	e.StopStorageVersionMigrator()
 	stop(e.controllers)
 	stop(e.apiserver)
 	if e.KMS != nil {

@@ -10,6 +10,7 @@
 //	go run ./internal/cmd/bench pod       [-corruptions=50] [-apiservices=200]   (root, Linux)
 //	go run ./internal/cmd/bench reporter  [-plugins=2] [-intervals=3] [-tags=reportonly,grpcnotrace] [-compare]   (root, Linux)
 //	go run ./internal/cmd/bench peer      [-counts=1,200] [-rounds=3] [-corruptions=30]
+//	go run ./internal/cmd/bench reencrypt [-secrets=10000] [-concurrency=8] [-page=500]
 //	go run ./internal/cmd/bench all
 //
 // plan (plan.go) times no-op Terraform and OpenTofu plans; reconcile
@@ -54,6 +55,7 @@ const usage = `usage: go run ./internal/cmd/bench <subcommand> [flags]
   ` + tlsProfileUsage + `
   ` + reporterUsage + `
   ` + peerUsage + `
+  ` + reencryptUsage + `
   all  (plan, reconcile, tlsprofile and kms in turn, default flags)`
 
 func main() {
@@ -103,6 +105,10 @@ var subcommands = map[string]func(args []string) (runner, error){
 	},
 	"peer": func(args []string) (runner, error) {
 		o, err := parsePeerFlags(args)
+		return o.run, err
+	},
+	"reencrypt": func(args []string) (runner, error) {
+		o, err := parseReencryptFlags(args)
 		return o.run, err
 	},
 	"all": parseAll,
