@@ -407,7 +407,7 @@ func (r *kmsReencryptionResource) run(ctx context.Context, m *kmsReencryptionMod
 	rec, err := reencrypt.Run(ctx, cfg, reencrypt.Options{
 		Namespace: m.Namespace.ValueString(), Name: m.Name.ValueString(), KeyID: m.KeyID.ValueString(),
 		Resources: m.resources(ctx, diags), Method: m.Method.ValueString(), Concurrency: int(m.Concurrency.ValueInt64()),
-		Gate: kmsGate(dyn, target), HealthTarget: target.String(),
+		Gate: r.kmsGate(dyn, target, m.KeyID.ValueString()), HealthTarget: target.String(),
 		Log: func(format string, args ...any) { tflog.Info(ctx, fmt.Sprintf(format, args...)) },
 	})
 	switch {
@@ -431,16 +431,58 @@ func (r *kmsReencryptionResource) run(ctx context.Context, m *kmsReencryptionMod
 
 // kmsGate judges the KMS health on target exactly as the
 // kmshealth_kms_plugin_health data source does (default staleness, every
-// node that reported).
-func kmsGate(dyn dynamic.Interface, target kmshealth.Target) reencrypt.Gate {
+// node that reported), and then asks kube-apiserver which key it writes
+// with: it adopts a plugin's new key only at its next KMS Status poll (up
+// to a minute after the rotation), so a run right after a rotation would
+// store objects under the old key. GET /healthz/kms-providers makes it
+// poll when its last answer is older than 20 s; its /metrics then say the
+// key (kmshealth.ParseKeyUsage). Without get on /metrics that check is
+// left out, with a warning in the log.
+func (r *kmsReencryptionResource) kmsGate(dyn dynamic.Interface, target kmshealth.Target, keyID string) reencrypt.Gate {
 	return func(ctx context.Context) (reencrypt.Health, error) {
 		obs, err := kmshealth.Observe(ctx, dyn, kmshealth.Query{Target: target, MaxStaleness: defaultMaxStaleness})
 		if err != nil {
 			return reencrypt.Health{}, err
 		}
 		h := obs.Health
-		return reencrypt.Health{Target: target.String(), RotationReady: h.RotationReady, Problems: h.Problems, KEKIDs: h.ActiveKEKIDs}, nil
+		out := reencrypt.Health{Target: target.String(), RotationReady: h.RotationReady, Problems: h.Problems, KEKIDs: h.ActiveKEKIDs}
+		if h.RotationReady {
+			out.APIServer = r.apiServerWriteKey(ctx, keyID)
+		}
+		return out, nil
 	}
+}
+
+// apiServerWriteKey is "" when the kube-apiserver the provider talks to
+// writes with keyID (or when that cannot be read), else why not.
+func (r *kmsReencryptionResource) apiServerWriteKey(ctx context.Context, keyID string) string {
+	want, err := kmshealth.KeyIDHash(keyID)
+	if err != nil {
+		return ""
+	}
+	core, err := r.clients.Core()
+	if err != nil {
+		return ""
+	}
+	rc := core.Discovery().RESTClient()
+	// Its answer does not matter: asking is what makes kube-apiserver poll.
+	_, _ = rc.Get().AbsPath("/healthz/kms-providers").DoRaw(ctx)
+	body, err := rc.Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		tflog.Warn(ctx, fmt.Sprintf("cannot read kube-apiserver /metrics (%v): the gate does not check that kube-apiserver already writes with key %q; "+
+			"grant get on the non-resource URL /metrics to have it checked", err, keyID))
+		return ""
+	}
+	u, err := kmshealth.ParseKeyUsage(body)
+	if err != nil {
+		return ""
+	}
+	got, ok := u.ActiveKeyHash()
+	if !ok || got == want {
+		return ""
+	}
+	return fmt.Sprintf("kube-apiserver still writes with the key whose hash is %s, not with %q (%s): it adopts the plugins' new key at "+
+		"its next KMS Status poll, at most a minute after the rotation. Apply again in a minute", got, keyID, want)
 }
 
 // restConfig is the REST configuration of the provider's clients (each

@@ -24,6 +24,11 @@ type Health struct {
 	// KEKIDs maps each plugin's keyID (its socket's sequence number) to the
 	// kekID every node reports for it.
 	KEKIDs map[string]string
+	// APIServer, when not empty, says why kube-apiserver itself is not
+	// writing with the key yet (it adopts a plugin's new key only at its
+	// next KMS Status poll): a run now would store objects under the old
+	// key. Empty when it writes with the key, or when that cannot be read.
+	APIServer string
 }
 
 // Gate reads and judges the KMS health right before a run writes.
@@ -51,6 +56,9 @@ func CheckHealth(h Health, keyID string) error {
 		return fmt.Errorf("%w: the KMS plugins (%s) are on key %q (plugin keyID %s), not on key_id %q: rewriting now would "+
 			"re-encrypt under %q. Set key_id to the plugins' kekID (e.g. the kmshealth_kms_plugin_health data source's "+
 			"active_kek_ids), or finish the rotation first; nothing was rewritten", ErrGate, h.Target, got, active, keyID, got)
+	}
+	if h.APIServer != "" {
+		return fmt.Errorf("%w: %s; nothing was rewritten", ErrGate, h.APIServer)
 	}
 	return nil
 }

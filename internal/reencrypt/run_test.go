@@ -37,6 +37,7 @@ func TestCheckHealth(t *testing.T) {
 		{"old socket's key is not the write key", ready(map[string]string{"1": "k-a", "2": "k-b"}), "k-a", `on key "k-b"`},
 		{"not ready", reencrypt.Health{Target: "t", Problems: []string{"node cp-1: plugin 1 unhealthy"}}, "k-b", "node cp-1: plugin 1 unhealthy"},
 		{"no kekID at all", ready(map[string]string{}), "k-b", "no node reports a kekID"},
+		{"kube-apiserver not on the key yet", reencrypt.Health{Target: "t", RotationReady: true, KEKIDs: map[string]string{"1": "k-b"}, APIServer: "kube-apiserver still writes with the key whose hash is sha256:x"}, "k-b", "still writes with"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := reencrypt.CheckHealth(tc.h, tc.keyID)
