@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -44,7 +45,7 @@ resource "kmshealth_kms_reencryption" "test" {
 // cluster under B. The next plan is empty; import reads the record back.
 // It leaves the bed on key B: tests after it must not assume a key.
 func TestAccKMSReencryption_rotation(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	// Rotate to keys never used before and never back: kube-apiserver
 	// learns a key only from a Status poll, so one it never saw would
@@ -79,13 +80,35 @@ func TestAccKMSReencryption_rotation(t *testing.T) {
 		t.Fatalf("%d of the 20 Secrets stored under key %s before the apply", n, keyA)
 	}
 
-	config := reencryptionConfig(tg, ns, "")
+	// The last step of the rotation beside it: may key A be destroyed?
+	// Not before a run is recorded, not while kube-apiserver has not
+	// re-read every object since the run, and only then.
+	retire := func(reencryption string) string {
+		return fmt.Sprintf(`
+data "kmshealth_kms_key_usage" "retire" {
+  %s
+  retire_key_id = %q
+  reencryption  = %s
+}
+`, targetArg(tg), keyA, reencryption)
+	}
+	const retireAddr = "data.kmshealth_kms_key_usage.retire"
+	config := reencryptionConfig(tg, ns, "") + retire(reencryptionAddr+".id")
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6,
 		Steps: []resource.TestStep{
 			{
+				Config: healthConfig(targetArg(tg)) + retire(strconv.Quote(ns+"/rotation")),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(retireAddr, "retire_ready", "false"),
+					resource.TestMatchResourceAttr(retireAddr, "retire_reason", literalRE("no re-encryption run is recorded")),
+				),
+			},
+			{
 				Config: config,
 				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(retireAddr, "retire_ready", "false"),
+					resource.TestMatchResourceAttr(retireAddr, "retire_reason", literalRE("before re-encryption run "+ns+"/rotation finished", "restart it")),
 					resource.TestCheckResourceAttr(reencryptionAddr, "id", ns+"/rotation"),
 					resource.TestCheckResourceAttr(reencryptionAddr, "key_id", keyB),
 					resource.TestCheckResourceAttr(reencryptionAddr, "method", "auto"),
@@ -108,6 +131,25 @@ func TestAccKMSReencryption_rotation(t *testing.T) {
 						}
 						return nil
 					},
+				),
+			},
+			// kube-apiserver restarted after the run: its start read every
+			// Secret and ConfigMap, none with key A.
+			{
+				PreConfig: func() {
+					rec, err := reencrypt.ReadRecord(ctx, env.Clientset(), ns, "rotation")
+					if err != nil || !rec.Complete() {
+						t.Fatalf("the run's record: %+v, %v", rec, err)
+					}
+					restartAfter(t, rec.FinishedAt.Time)
+					for _, node := range []string{"cp-a", "cp-b"} {
+						mustReport(t, tg, node, healthyPlugin("1", keyB, reportNow()))
+					}
+				},
+				Config: config,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(retireAddr, "retire_ready", "true"),
+					resource.TestMatchResourceAttr(retireAddr, "retire_reason", literalRE(fmt.Sprintf("decrypted none with key %q", keyA))),
 				),
 			},
 			{
