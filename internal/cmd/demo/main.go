@@ -82,7 +82,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer env.Stop()
-	fmt.Printf("API server %s, Secrets encrypted through KMS v2 plugin %s\nkubeconfig: %s\n", env.Host, env.KMS.Endpoint(), env.Kubeconfig)
+	fmt.Printf("API server %s, Secrets and ConfigMaps encrypted through KMS v2 plugin %s\nkubeconfig: %s\n", env.Host, env.KMS.Endpoint(), env.Kubeconfig)
 
 	agg, err := aggregator.NewForConfig(env.RESTConfig())
 	if err != nil {
