@@ -62,7 +62,7 @@ func TestAccModule_tofuTest(t *testing.T) {
 	out := tf.must(0, "test", "-no-color", "-var-file="+vars)
 	runs := []string{"reporter_off_with_default_kms_health", "bad_socket_path", "unknown_profile_type", "rbac_proxy_listens_on_its_upstream", "rbac_proxy_without_tls_profile", "two_sources_for_one_ca_bundle",
 		"two_sources_for_one_webhook_ca_bundle", "webhooks_named_for_a_crd", "bootstrap", "gate_at_plan_on_reporter_upgrade", "profile_change", "patterns_off",
-		"only_ca_bundles", "reporter_first_install", "network_policy_given_is_enabled", "monitoring_opt_in"}
+		"only_ca_bundles", "reporter_first_install", "network_policy_given_is_enabled", "monitoring_opt_in", "kms_rotation_steps", "kms_retire_needs_a_run"}
 	for _, run := range runs {
 		if !regexp.MustCompile(`run "` + run + `"\.\.\. pass`).MatchString(out) {
 			t.Errorf("run %q did not pass", run)

@@ -110,13 +110,13 @@ resource "kmshealth_kms_reencryption" "test" {
 	var killedAt *reencrypt.Record
 	err := kube.WaitFor(ctx, records, reencrypt.RecordName("killed"), func(u *unstructured.Unstructured) (bool, error) {
 		s, _, _ := unstructured.NestedString(u.Object, "data", reencrypt.RecordKey)
-		rec, err := reencrypt.DecodeRecord(s)
-		if err != nil || len(rec.Progress) == 0 || rec.Progress[0].Done < reencrypt.DefaultPageSize {
-			return false, nil
+		// A record not yet decodable is one the run has not written yet.
+		if rec, err := reencrypt.DecodeRecord(s); err == nil && len(rec.Progress) > 0 && rec.Progress[0].Done >= reencrypt.DefaultPageSize {
+			_ = syscall.Kill(-first.Process.Pid, syscall.SIGKILL)
+			killedAt = rec
+			return true, nil
 		}
-		_ = syscall.Kill(-first.Process.Pid, syscall.SIGKILL)
-		killedAt = rec
-		return true, nil
+		return false, nil
 	})
 	_ = first.Wait()
 	if err != nil {

@@ -171,15 +171,37 @@ data "kmshealth_kms_plugin_health" "this" {
   wait_timeout   = var.kms_health.wait_timeout
 }
 
+# The re-encrypt step of a key rotation: every object of the listed
+# resources rewritten under the new key, gated at apply on the same health
+# target (and on kube-apiserver writing with that key).
+resource "kmshealth_kms_reencryption" "this" {
+  count = var.kms_reencryption == null ? 0 : 1
+
+  name          = var.kms_reencryption.name
+  namespace     = var.kms_reencryption.namespace
+  key_id        = var.kms_reencryption.key_id
+  resources     = var.kms_reencryption.resources
+  method        = var.kms_reencryption.method
+  health_target = local.kms_target
+}
+
 # The retire step of a key rotation: whether kube-apiserver still reads any
-# stored object with the old key, after the re-encryption the caller ran.
-# Reads the same health target as above for the plugins' key IDs.
+# stored object with the old key, after the re-encryption (this module's,
+# unless kms_retire names another). Reads the same health target as above
+# for the plugins' key IDs.
 data "kmshealth_kms_key_usage" "this" {
   count = var.kms_retire == null ? 0 : 1
 
   target        = local.kms_target
   retire_key_id = var.kms_retire.key_id
-  reencryption  = var.kms_retire.reencryption
+  reencryption  = try(coalesce(var.kms_retire.reencryption, try(kmshealth_kms_reencryption.this[0].id, null)), null)
+
+  lifecycle {
+    precondition {
+      condition     = var.kms_retire.reencryption != null || var.kms_reencryption != null
+      error_message = "kms_retire.reencryption: name the kmshealth_kms_reencryption that re-encrypted under the new key (<namespace>/<name>, its id), or set kms_reencryption to run it here."
+    }
+  }
 }
 
 # TLS security profiles, each resolved once into a ConfigMap its workloads

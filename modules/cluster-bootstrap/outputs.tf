@@ -102,6 +102,16 @@ output "rbac_proxy_sidecars" {
   }
 }
 
+output "kms_reencryption" {
+  description = "The re-encryption of `kms_reencryption`: its `id` (`<namespace>/<name>`, what `kms_retire.reencryption` takes), the `path` it took (`StorageVersionMigration` or `Rewrite`), `finished_at` (null until every resource is done) and `objects` rewritten per resource. Null when `kms_reencryption = null`."
+  value = var.kms_reencryption == null ? null : {
+    id          = kmshealth_kms_reencryption.this[0].id
+    path        = kmshealth_kms_reencryption.this[0].path
+    finished_at = kmshealth_kms_reencryption.this[0].finished_at
+    objects     = kmshealth_kms_reencryption.this[0].objects
+  }
+}
+
 output "kms_retire_ready" {
   description = "Whether the old key of `kms_retire` may be destroyed, as far as the kube-apiserver the provider reaches can prove: the re-encryption finished under the key it writes with, it started after that, and it decrypted nothing with the old key since. `false` when `kms_retire = null`. With several kube-apiservers, check each (see the key rotation guide)."
   value       = try(data.kmshealth_kms_key_usage.this[0].retire_ready, false)

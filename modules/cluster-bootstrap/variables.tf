@@ -373,23 +373,49 @@ variable "rbac_proxy_sidecars" {
   }
 }
 
+variable "kms_reencryption" {
+  description = <<-EOT
+    The re-encrypt step of a KMS key rotation (gate → rotate → re-encrypt → retire): a `kmshealth_kms_reencryption` that rewrites every object of `resources` so each is stored under `key_id`, by StorageVersionMigration where the cluster runs it, else by a resumable rewrite. Its apply refuses unless the KMS health gate (the reporter's target) is green and kube-apiserver writes with `key_id`. Null (the default) installs none.
+
+    - `name`: the run's name; its record is the ConfigMap `kmshealth-reencryption-<name>` in `namespace` (default `kube-system`).
+    - `key_id`: the key to re-encrypt under, the new `kekID` (e.g. from the `kms_plugins` output once `rotation_ready` is true); a new value runs again.
+    - `resources`: default `["secrets"]`: list what your EncryptionConfiguration encrypts (the API does not say).
+    - `method`: `auto` (default), `storage_version_migration` or `rewrite`.
+
+    `kms_retire.reencryption` defaults to this run.
+  EOT
+  type = object({
+    name      = string
+    namespace = optional(string, "kube-system")
+    key_id    = string
+    resources = optional(list(string), ["secrets"])
+    method    = optional(string, "auto")
+  })
+  default = null
+
+  validation {
+    condition     = var.kms_reencryption == null || contains(["auto", "storage_version_migration", "rewrite"], try(var.kms_reencryption.method, "auto"))
+    error_message = "kms_reencryption.method: must be auto, storage_version_migration or rewrite."
+  }
+}
+
 variable "kms_retire" {
   description = <<-EOT
     The last step of a KMS key rotation (gate → rotate → re-encrypt → retire): whether the old key encryption key may be destroyed, read with `kmshealth_kms_key_usage` into the `kms_retire_ready`, `kms_retire_reason` and `kms_key_usage` outputs. Null (the default) reads nothing.
 
     - `key_id`: the old key ID to retire (the `kekID` the plugins reported before the rotation).
-    - `reencryption`: `<namespace>/<name>` of the `kmshealth_kms_reencryption` that re-encrypted under the new key (its `id`).
+    - `reencryption`: `<namespace>/<name>` of the `kmshealth_kms_reencryption` that re-encrypted under the new key (its `id`); default: the run of `kms_reencryption`.
 
     The answer is one kube-apiserver's (the one the provider reaches), and it turns true only once that kube-apiserver restarted after the re-encryption finished: see the key rotation guide.
   EOT
   type = object({
     key_id       = string
-    reencryption = string
+    reencryption = optional(string)
   })
   default = null
 
   validation {
-    condition     = var.kms_retire == null || can(regex("^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[^/]+$", var.kms_retire.reencryption))
+    condition     = try(var.kms_retire.reencryption, null) == null || can(regex("^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[^/]+$", var.kms_retire.reencryption))
     error_message = "kms_retire.reencryption: must be <namespace>/<name> of a kmshealth_kms_reencryption, e.g. \"kube-system/rotate\" (its id)."
   }
 }

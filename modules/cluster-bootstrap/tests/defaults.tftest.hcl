@@ -92,3 +92,31 @@ run "monitoring_opt_in" {
     error_message = "reporter.monitoring: want rules = false and no labels, got ${jsonencode(kmshealth_reporter.this[0].monitoring)}"
   }
 }
+
+# The re-encrypt and retire steps of a key rotation: the re-encryption is
+# planned with the resource's defaults where the caller gave none, and the
+# retire read takes this module's run unless told another.
+run "kms_rotation_steps" {
+  command = plan
+  variables {
+    kms_reencryption = { name = "rotate", key_id = "k-new" }
+    kms_retire       = { key_id = "k-old" }
+  }
+
+  assert {
+    condition     = length(kmshealth_kms_reencryption.this) == 1 && kmshealth_kms_reencryption.this[0].namespace == "kube-system" && kmshealth_kms_reencryption.this[0].resources == tolist(["secrets"]) && kmshealth_kms_reencryption.this[0].method == "auto"
+    error_message = "kms_reencryption: want one run in kube-system over secrets by method auto, got ${jsonencode(kmshealth_kms_reencryption.this)}"
+  }
+  assert {
+    condition     = kmshealth_kms_reencryption.this[0].key_id == "k-new"
+    error_message = "kms_reencryption: want key_id k-new"
+  }
+}
+
+run "kms_retire_needs_a_run" {
+  command = plan
+  variables {
+    kms_retire = { key_id = "k-old" }
+  }
+  expect_failures = [data.kmshealth_kms_key_usage.this]
+}
