@@ -58,7 +58,8 @@ type Env struct {
 	etcd      *exec.Cmd
 	apiserver *exec.Cmd
 
-	controllers *exec.Cmd // kube-controller-manager, namespace controller only (no node)
+	controllers     *exec.Cmd // kube-controller-manager, namespace controller only (no node)
+	controllersPort int
 
 	migratorMu sync.Mutex
 	migrator   *exec.Cmd // kube-controller-manager running the storage version migrator, on demand
@@ -201,6 +202,17 @@ resources:
 	// the namespace controller, which empties and removes deleted
 	// namespaces (else they stay Terminating). No other controller runs, so
 	// tests can play the Deployment and DaemonSet controllers themselves.
+	e.controllersPort = ports[3]
+	return e.startControllers(ctx)
+}
+
+// startControllers starts kube-controller-manager with the namespace
+// controller and waits until it answers /healthz. Once running it rides
+// out an API server outage, but it exits when the API server is down
+// while it starts: without the wait, a test that restarts the API server
+// first thing would leave the package without a namespace controller.
+func (e *Env) startControllers(ctx context.Context) error {
+	var err error
 	e.controllers, err = e.spawn("kube-controller-manager.log", "kube-controller-manager",
 		"--kubeconfig="+e.Kubeconfig,
 		"--authentication-kubeconfig="+e.Kubeconfig,
@@ -208,9 +220,15 @@ resources:
 		"--controllers=namespace",
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(ports[3]),
+		"--secure-port="+strconv.Itoa(e.controllersPort),
 		"--v=1")
-	return err
+	if err != nil {
+		return err
+	}
+	if err := waitHealthz(ctx, e.controllers, "https://127.0.0.1:"+strconv.Itoa(e.controllersPort)+"/healthz", 60*time.Second); err != nil {
+		return fmt.Errorf("kube-controller-manager (namespace controller): %w", err)
+	}
+	return nil
 }
 
 func (e *Env) startAPIServer(ctx context.Context) error {
@@ -229,7 +247,16 @@ func (e *Env) RestartAPIServer(ctx context.Context, down func()) error {
 	if down != nil {
 		down()
 	}
-	return e.startAPIServer(ctx)
+	if err := e.startAPIServer(ctx); err != nil {
+		return err
+	}
+	if e.controllers == nil {
+		return nil // a node's controllers are the node's
+	}
+	// Started again whatever its state: one that was itself starting when
+	// the API server went away has exited.
+	stop(e.controllers)
+	return e.startControllers(ctx)
 }
 
 // RESTConfig returns a fresh admin client configuration (client certificate).
