@@ -18,6 +18,19 @@ if [ -z "${KMSHEALTH_RELEASE_REHEARSAL:-}" ]; then
   go run ./internal/cmd/rehearse -out build/rehearsal
   export KMSHEALTH_RELEASE_REHEARSAL="$PWD/build/rehearsal"
 fi
+# Only the packages that have acceptance tests: every other package's
+# TestMain would start an API server for nothing.
+mapfile -t pkgs < <(grep -rl --include='*_test.go' '^func TestAcc' . | xargs -n1 dirname | sort -u)
+# Their test binaries, linked once for every pass into build/test (go test
+# links each package again on every run, about 6 s of CPU for
+# internal/provider's alone; `go test -c` leaves an up-to-date binary as
+# it is).
+testbin=build/test
+if [ -z "${KMSHEALTH_ACC_TESTBIN_READY:-}" ]; then
+  mkdir -p "$testbin"
+  go test -c -o "$testbin/" "${pkgs[@]}"
+  export KMSHEALTH_ACC_TESTBIN_READY=1
+fi
 if [ $# -gt 1 ]; then
   out=$(mktemp -d)
   trap 'rm -rf "$out"' EXIT
@@ -52,9 +65,6 @@ fi
 version=$("$bin" version | sed -n 1p)
 start=$SECONDS
 set +e
-# Only the packages that have acceptance tests: every other package's
-# TestMain would start an API server for nothing.
-mapfile -t pkgs < <(grep -rl --include='*_test.go' '^func TestAcc' . | xargs -n1 dirname | sort -u)
 # Provider functions (TestAccFunction_*) need Terraform 1.8 or later
 # (OpenTofu 1.7): Terraform 1.5.7 cannot even parse a provider::kmshealth::
 # call. They run under terraform-latest and tofu, and are left out of the
@@ -72,26 +82,57 @@ mapfile -t pkgs < <(grep -rl --include='*_test.go' '^func TestAcc' . | xargs -n1
 skip=() note=""
 case "$cli" in
 terraform)
-  skip=(-skip '^TestAccFunction|^TestAccModule_tofuTest$|^TestAccPod_reconcilerDocumentedMaximum$')
+  skip=(-test.skip '^TestAccFunction|^TestAccModule_tofuTest$|^TestAccPod_reconcilerDocumentedMaximum$')
   note=" (TestAccFunction_* not run: $version has no provider functions; they run under terraform-latest and tofu; TestAccModule_tofuTest runs in the tofu pass, TestAccPod_reconcilerDocumentedMaximum in the terraform-latest pass)"
   ;;
 terraform-latest)
-  skip=(-skip '^TestAccModule_tofuTest$')
+  skip=(-test.skip '^TestAccModule_tofuTest$')
   note=" (TestAccModule_tofuTest runs in the tofu pass)"
   ;;
 tofu)
-  skip=(-skip '^TestAccPod_reconcilerDocumentedMaximum$')
+  skip=(-test.skip '^TestAccPod_reconcilerDocumentedMaximum$')
   note=" (TestAccPod_reconcilerDocumentedMaximum runs in the terraform-latest pass)"
   ;;
 esac
+# KMSHEALTH_ACC_RUN narrows the run to the tests a -test.run pattern
+# matches (a subset under every CLI while working on it; make test never
+# sets it).
 # -parallel 2 (KMSHEALTH_ACC_PARALLEL overrides it): the tests that share
 # nothing call t.Parallel and mostly wait on the CLI and the API server.
 # Alone on a quiet 2-core machine, internal/provider under Terraform 1.5.7
 # took 209 s serial, 178 s at -parallel 2 and 148 s at 4; but make acc runs
 # three CLIs at once, and there the passes took 716/716/743 s at 2 against
 # 747/761/783 s at 4 (one run each, same commit).
-go test "${pkgs[@]}" -run '^TestAcc' "${skip[@]}" -count=1 -v -parallel "${KMSHEALTH_ACC_PARALLEL:-2}" -timeout 40m >"$tmp/log" 2>&1
-status=$?
+# The packages run as `go test -p 2` would run them: internal/provider, by
+# far the longest, on one slot and the others one after another on the
+# other; each package's output is kept apart and appended whole, with go
+# test's "ok"/"FAIL" line.
+run_pkg() {
+  local p=$1 name started rc
+  name=$(basename "$p")
+  started=$SECONDS
+  (cd "$p" && "$root/$testbin/$name.test" -test.run "${KMSHEALTH_ACC_RUN:-^TestAcc}" "${skip[@]}" -test.count=1 -test.v \
+    -test.parallel "${KMSHEALTH_ACC_PARALLEL:-2}" -test.timeout 40m) >"$tmp/log.$name" 2>&1
+  rc=$?
+  if [ "$rc" -eq 0 ]; then
+    echo "ok  	$p	$((SECONDS - started))s" >>"$tmp/log.$name"
+  else
+    echo "FAIL	$p	$((SECONDS - started))s (exit $rc)" >>"$tmp/log.$name"
+  fi
+  return "$rc"
+}
+root=$PWD slot1=() slot2=()
+for p in "${pkgs[@]}"; do
+  if [ "$p" = ./internal/provider ]; then slot1+=("$p"); else slot2+=("$p"); fi
+done
+status=0
+(rc=0; for p in "${slot1[@]}"; do run_pkg "$p" || rc=1; done; exit $rc) &
+pid1=$!
+(rc=0; for p in "${slot2[@]}"; do run_pkg "$p" || rc=1; done; exit $rc) &
+pid2=$!
+wait "$pid1" || status=1
+wait "$pid2" || status=1
+for p in "${pkgs[@]}"; do cat "$tmp/log.$(basename "$p")"; done >"$tmp/log"
 # The plan-time tests (resource.UnitTest: no cluster, no TF_ACC needed) that
 # make unit runs under Terraform 1.5.7 run under this CLI too: its own
 # diagnostics wrap and word the errors they match.

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/gobuild"
 )
 
 // Root is the checkout's root directory.
@@ -41,14 +43,16 @@ type CLI struct {
 	Stdout io.Writer // where Run streams output; nil discards
 }
 
-// BuildProvider compiles the provider into dir and returns the binary's
-// path. version is injected the way a release build does.
+// BuildProvider puts the provider, built from this checkout, into dir and
+// returns the binary's path. version is injected the way a release build
+// does. The build is the checkout's one (internal/gobuild): linked once per
+// change of the sources and version, then copied.
 func BuildProvider(ctx context.Context, dir, version string) (string, error) {
 	bin := filepath.Join(dir, "terraform-provider-kmshealth")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w -X main.version="+version, "-o", bin, ".")
-	cmd.Dir = Root()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build provider: %w\n%s", err, out)
+	err := gobuild.Binary(ctx, Root(), "terraform-provider-kmshealth-"+version, ".", nil,
+		[]string{"-trimpath", "-ldflags", "-s -w -X main.version=" + version}, gobuild.CopyTo(bin))
+	if err != nil {
+		return "", fmt.Errorf("build provider: %w", err)
 	}
 	return bin, nil
 }

@@ -34,6 +34,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/gobuild"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/image"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/rbacproxy"
 )
@@ -420,15 +421,18 @@ func RBACProxyBinary() (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// buildProgramImage builds ./internal/testenv/<program> statically and
-// packages it as an image named ref, entrypoint /<program>, run as user,
-// written as a layout tarball to out.
+// buildProgramImage builds ./internal/testenv/<program> statically (the
+// checkout's build, internal/gobuild) and packages it as an image named
+// ref, entrypoint /<program>, run as user, written as a layout tarball to
+// out.
 func buildProgramImage(ctx context.Context, moduleDir, program, ref, user, out string) error {
-	binary := filepath.Join(filepath.Dir(out), program)
-	if b, err := goCommand(ctx, moduleDir, "build", "-trimpath", "-ldflags=-s -w", "-o", binary, "./internal/testenv/"+program).CombinedOutput(); err != nil {
-		return fmt.Errorf("build the %s program: %w: %s", program, err, b)
+	err := gobuild.Binary(ctx, moduleDir, "testenv-"+program+"-"+runtime.GOOS+"-"+runtime.GOARCH, "./internal/testenv/"+program,
+		[]string{"CGO_ENABLED=0"}, []string{"-trimpath", "-ldflags=-s -w"},
+		func(binary string) error { return packageBinary(binary, program, ref, user, out) })
+	if err != nil {
+		return fmt.Errorf("build the %s program: %w", program, err)
 	}
-	return packageBinary(binary, program, ref, user, out)
+	return nil
 }
 
 // packageBinary packages the static linux binary at binaryPath as a

@@ -34,6 +34,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/gobuild"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/image"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 )
@@ -290,24 +291,18 @@ func (c *config) binaryFor(ctx context.Context, arch, prebuilt, tags string) ([]
 		}
 		return b, nil
 	}
-	dir, err := os.MkdirTemp("", "kmshealth-image-")
-	if err != nil {
-		return nil, fmt.Errorf("temporary directory for the binary: %w", err)
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	out := filepath.Join(dir, image.BinaryName)
+	name := fmt.Sprintf("%s-%s-%s-%s-%s", image.BinaryName, image.OS, arch, strings.ReplaceAll(tags, ",", "+"), c.meta.Version)
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", tags,
-		"-ldflags", "-s -w -X main.version="+c.meta.Version, "-o", out, ".")
-	cmd.Dir = c.moduleDir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+image.OS, "GOARCH="+arch)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	fmt.Fprintf(os.Stderr, "image: building %s %s for %s/%s (-tags %s)\n", image.BinaryName, c.meta.Version, image.OS, arch, tags)
-	if err := cmd.Run(); err != nil {
+	var b []byte
+	err := gobuild.Binary(ctx, c.moduleDir, name, ".", []string{"CGO_ENABLED=0", "GOOS=" + image.OS, "GOARCH=" + arch},
+		[]string{"-trimpath", "-tags", tags, "-ldflags", "-s -w -X main.version=" + c.meta.Version},
+		func(path string) (err error) { b, err = os.ReadFile(path); return err })
+	if err != nil {
 		return nil, fmt.Errorf("building the binary (-tags %s) for %s/%s: %w (run `CGO_ENABLED=0 GOOS=linux GOARCH=%s go build -tags %s .` to see why)", tags, image.OS, arch, err, arch, tags)
 	}
 	fmt.Fprintf(os.Stderr, "image: built in %s\n", time.Since(start).Round(time.Second))
-	return os.ReadFile(out)
+	return b, nil
 }
 
 // goModuleDir is the directory of the main module's go.mod: the checkout.
