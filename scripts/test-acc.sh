@@ -79,18 +79,18 @@ set +e
 # reconciler pods on the real node to prove the default memory_limit holds:
 # what it measures is the pod, not the CLI, and it costs minutes of CPU, so
 # it runs once, in the terraform-latest pass.
-skip=() note=""
+skip='' note=""
 case "$cli" in
 terraform)
-  skip=(-test.skip '^TestAccFunction|^TestAccModule_tofuTest$|^TestAccPod_reconcilerDocumentedMaximum$')
+  skip='^TestAccFunction|^TestAccModule_tofuTest$|^TestAccPod_reconcilerDocumentedMaximum$'
   note=" (TestAccFunction_* not run: $version has no provider functions; they run under terraform-latest and tofu; TestAccModule_tofuTest runs in the tofu pass, TestAccPod_reconcilerDocumentedMaximum in the terraform-latest pass)"
   ;;
 terraform-latest)
-  skip=(-test.skip '^TestAccModule_tofuTest$')
+  skip='^TestAccModule_tofuTest$'
   note=" (TestAccModule_tofuTest runs in the tofu pass)"
   ;;
 tofu)
-  skip=(-test.skip '^TestAccPod_reconcilerDocumentedMaximum$')
+  skip='^TestAccPod_reconcilerDocumentedMaximum$'
   note=" (TestAccPod_reconcilerDocumentedMaximum runs in the terraform-latest pass)"
   ;;
 esac
@@ -103,36 +103,69 @@ esac
 # took 209 s serial, 178 s at -parallel 2 and 148 s at 4; but make acc runs
 # three CLIs at once, and there the passes took 716/716/743 s at 2 against
 # 747/761/783 s at 4 (one run each, same commit).
-# The packages run as `go test -p 2` would run them: internal/provider, by
-# far the longest, on one slot and the others one after another on the
-# other; each package's output is kept apart and appended whole, with go
-# test's "ok"/"FAIL" line.
+#
+# run_pkg runs one package's test binary, in the package's directory as go
+# test does, with -test.run $2 and -test.skip $3 (each may be empty), into
+# its own log (named $4), ending with go test's "ok"/"FAIL" line.
 run_pkg() {
-  local p=$1 name started rc
-  name=$(basename "$p")
+  local p=$1 run=$2 skip=$3 log=$4 started rc args=()
   started=$SECONDS
-  (cd "$p" && "$root/$testbin/$name.test" -test.run "${KMSHEALTH_ACC_RUN:-^TestAcc}" "${skip[@]}" -test.count=1 -test.v \
-    -test.parallel "${KMSHEALTH_ACC_PARALLEL:-2}" -test.timeout 40m) >"$tmp/log.$name" 2>&1
+  [ -n "$run" ] && args+=(-test.run "$run")
+  [ -n "$skip" ] && args+=(-test.skip "$skip")
+  (cd "$p" && "$root/$testbin/$(basename "$p").test" "${args[@]}" -test.count=1 -test.v \
+    -test.parallel "${KMSHEALTH_ACC_PARALLEL:-2}" -test.timeout 40m) >"$tmp/log.$log" 2>&1
   rc=$?
   if [ "$rc" -eq 0 ]; then
-    echo "ok  	$p	$((SECONDS - started))s" >>"$tmp/log.$name"
+    echo "ok  	$p ($log)	$((SECONDS - started))s" >>"$tmp/log.$log"
   else
-    echo "FAIL	$p	$((SECONDS - started))s (exit $rc)" >>"$tmp/log.$name"
+    echo "FAIL	$p ($log)	$((SECONDS - started))s (exit $rc)" >>"$tmp/log.$log"
   fi
   return "$rc"
 }
-root=$PWD slot1=() slot2=()
-for p in "${pkgs[@]}"; do
-  if [ "$p" = ./internal/provider ]; then slot1+=("$p"); else slot2+=("$p"); fi
+# The serial tests that rotate the KMS key and restart kube-apiserver (a
+# third of internal/provider's serial time, mostly waiting for
+# kube-apiserver to take a key) run as a shard of their own: the same test
+# binary again, with its own TestMain and so its own API server, beside the
+# rest of the package. The main shard skips exactly what this one runs, and
+# this one must run all three (a renamed test would otherwise run nowhere).
+rotation='^TestAcc(KMSKeyUsage_retire|KMSReencryption_rotation|KMSReencryption_killed)$'
+run=${KMSHEALTH_ACC_RUN:-^TestAcc}
+root=$PWD
+# Three slots, as `go test -p 3` would fill them: the package's main shard
+# on one, the rotation shard on the second, the other packages one after
+# another on the third.
+slot() {
+  local rc=0 p
+  case "$1" in
+  main)
+    if [ -n "${KMSHEALTH_ACC_RUN:-}" ]; then
+      run_pkg ./internal/provider "$run" "$skip" provider || rc=1
+    else
+      run_pkg ./internal/provider "$run" "${skip:+$skip|}$rotation" provider || rc=1
+    fi
+    ;;
+  rotation)
+    [ -n "${KMSHEALTH_ACC_RUN:-}" ] || run_pkg ./internal/provider "$rotation" "$skip" provider-rotation || rc=1
+    ;;
+  rest)
+    for p in "${pkgs[@]}"; do
+      [ "$p" = ./internal/provider ] || run_pkg "$p" "$run" "$skip" "$(basename "$p")" || rc=1
+    done
+    ;;
+  esac
+  return "$rc"
+}
+status=0 pids=()
+for s in main rotation rest; do
+  slot "$s" &
+  pids+=($!)
 done
-status=0
-(rc=0; for p in "${slot1[@]}"; do run_pkg "$p" || rc=1; done; exit $rc) &
-pid1=$!
-(rc=0; for p in "${slot2[@]}"; do run_pkg "$p" || rc=1; done; exit $rc) &
-pid2=$!
-wait "$pid1" || status=1
-wait "$pid2" || status=1
-for p in "${pkgs[@]}"; do cat "$tmp/log.$(basename "$p")"; done >"$tmp/log"
+for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+cat "$tmp"/log.* >"$tmp/log" 2>/dev/null
+if [ -z "${KMSHEALTH_ACC_RUN:-}" ] && [ "$(grep -c '^--- PASS: TestAcc' "$tmp/log.provider-rotation")" -ne 3 ]; then
+  echo "the rotation shard did not pass its three tests ($rotation)" >>"$tmp/log"
+  status=1
+fi
 # The plan-time tests (resource.UnitTest: no cluster, no TF_ACC needed) that
 # make unit runs under Terraform 1.5.7 run under this CLI too: its own
 # diagnostics wrap and word the errors they match.
