@@ -25,10 +25,16 @@ mapfile -t pkgs < <(grep -rl --include='*_test.go' '^func TestAcc' . | xargs -n1
 # links each package again on every run, about 6 s of CPU for
 # internal/provider's alone; `go test -c` leaves an up-to-date binary as
 # it is).
+# The plan-time tests (resource.UnitTest: no cluster, no TF_ACC needed) that
+# make unit runs under Terraform 1.5.7 run under each pass's CLI too: its own
+# diagnostics wrap and word the errors they match. Only packages without
+# acceptance tests (internal/provider's function tests use resource.UnitTest
+# too, and run with the acceptance tests).
+mapfile -t plan_pkgs < <(comm -23 <(grep -rl --include='*_test.go' 'resource\.UnitTest(' . | xargs -n1 dirname | sort -u) <(printf '%s\n' "${pkgs[@]}"))
 testbin=build/test
 if [ -z "${KMSHEALTH_ACC_TESTBIN_READY:-}" ]; then
   mkdir -p "$testbin"
-  go test -c -o "$testbin/" "${pkgs[@]}"
+  go test -c -o "$testbin/" "${pkgs[@]}" "${plan_pkgs[@]}"
   export KMSHEALTH_ACC_TESTBIN_READY=1
 fi
 if [ $# -gt 1 ]; then
@@ -166,13 +172,10 @@ if [ -z "${KMSHEALTH_ACC_RUN:-}" ] && [ "$(grep -c '^--- PASS: TestAcc' "$tmp/lo
   echo "the rotation shard did not pass its three tests ($rotation)" >>"$tmp/log"
   status=1
 fi
-# The plan-time tests (resource.UnitTest: no cluster, no TF_ACC needed) that
-# make unit runs under Terraform 1.5.7 run under this CLI too: its own
-# diagnostics wrap and word the errors they match.
-# Only packages without acceptance tests (internal/provider's function tests
-# use resource.UnitTest too, and ran above).
-plan_pkgs=$(comm -23 <(grep -rl --include='*_test.go' 'resource\.UnitTest(' . | xargs -n1 dirname | sort -u) <(printf '%s\n' "${pkgs[@]}"))
-go test $plan_pkgs -count=1 -v -timeout 10m >"$tmp/plan" 2>&1 || status=1
+for p in "${plan_pkgs[@]}"; do
+  run_pkg "$p" "" "" "plan-$(basename "$p")" || status=1
+  cat "$tmp/log.plan-$(basename "$p")"
+done >"$tmp/plan"
 cat "$tmp/plan" >>"$tmp/log"
 set -e
 grep -E '^(--- (PASS|FAIL|SKIP)|ok |FAIL|panic:)' "$tmp/log" || true
