@@ -31,6 +31,14 @@ func Apply(ctx context.Context, cl Clients, d Declaration) error {
 	}
 	opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
 	for _, o := range d.Objects {
+		if o.Unwanted {
+			if obj := live.Get(o.ID); live.Owns(obj, o.Shared) && obj.GetDeletionTimestamp() == nil {
+				if err := deleteObject(ctx, cl, o.ID, obj); err != nil {
+					return &PartialError{Failed: o.ID, Err: err}
+				}
+			}
+			continue
+		}
 		if o.Body == nil {
 			continue
 		}
@@ -40,7 +48,7 @@ func Apply(ctx context.Context, cl Clients, d Declaration) error {
 		}
 		applied, err := applyObject(ctx, cl, o, body, opts)
 		if err != nil {
-			return &PartialError{Failed: o.ID, Err: fmt.Errorf("server-side apply as %q: %w", FieldManager, err)}
+			return &PartialError{Failed: o.ID, Err: &RequestError{Verb: "patch", ID: o.ID, Err: err}}
 		}
 		if o.Ready != nil {
 			if err := waitReady(ctx, cl, o, applied); err != nil {
@@ -72,13 +80,34 @@ func Apply(ctx context.Context, cl Clients, d Declaration) error {
 	return nil
 }
 
+// ApplyFields writes body, kmshealth's fields of an object the
+// installation does not own (a sidecar in someone's workload, a port in
+// their Service), by server-side apply as FieldManager, forced. Body should
+// carry the object's UID as read, so an object deleted since is never
+// re-created holding nothing but kmshealth's fields. A failure is a
+// *RequestError.
+func ApplyFields(ctx context.Context, cl Clients, id ID, body any) error {
+	u, err := toUnstructured(body)
+	if err == nil {
+		_, err = cl.resource(id).Apply(ctx, id.Name, u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	}
+	if err != nil {
+		return &RequestError{Verb: "patch", ID: id, Err: err}
+	}
+	return nil
+}
+
 // check finds every reason not to write: a missing or terminating
 // namespace, namespaces of declared objects that do not exist, objects at
 // declared names that are someone else's, and the installer's own.
 func (l *Live) check(ctx context.Context, cl Clients, d Declaration) []error {
 	var errs []error
+	// An installation without a namespace of its own (Declaration.Ours)
+	// writes into namespaces it neither creates nor reads.
+	own := d.Namespace != ""
 	creates := d.declared(ID{Kind: Namespaces, Name: d.Namespace})
 	switch ns := l.namespace; {
+	case !own:
 	case ns == nil && !creates:
 		errs = append(errs, fmt.Errorf("namespace %q not found: %s", d.Namespace, d.NamespaceHint))
 	case ns != nil && ns.GetDeletionTimestamp() != nil:
@@ -89,7 +118,7 @@ func (l *Live) check(ctx context.Context, cl Clients, d Declaration) []error {
 		if o.Body == nil {
 			continue
 		}
-		if o.Kind.Namespaced && !seen[o.Namespace] {
+		if own && o.Kind.Namespaced && !seen[o.Namespace] {
 			seen[o.Namespace] = true
 			ns, err := get(ctx, cl, ID{Kind: Namespaces, Name: o.Namespace})
 			switch {
@@ -107,7 +136,7 @@ func (l *Live) check(ctx context.Context, cl Clients, d Declaration) []error {
 		if hint == "" {
 			hint = "kmshealth will not take it over or delete it: delete or rename it, or choose another name"
 		}
-		errs = append(errs, &ForeignError{ID: o.ID, Selector: l.owner.Selector(), Hint: hint})
+		errs = append(errs, &ForeignError{ID: o.ID, Selector: l.selector(), Hint: hint})
 	}
 	if d.Precheck != nil {
 		errs = append(errs, d.Precheck(l)...)
@@ -226,7 +255,7 @@ func deleteObject(ctx context.Context, cl Clients, id ID, obj *unstructured.Unst
 	background := metav1.DeletePropagationBackground
 	err := cl.resource(id).Delete(ctx, id.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: &background})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete %s: %w", id, err)
+		return &RequestError{Verb: "delete", ID: id, Err: err}
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -56,6 +57,15 @@ type Object struct {
 	// gone (the reporter removes its conditions once its ServiceAccount is
 	// gone).
 	AfterDelete func(ctx context.Context, cl Clients) error
+	// Unwanted declares an object that must not exist as the
+	// installation's (a part turned off, such as the rbac proxy's
+	// NetworkPolicy): Apply deletes it in its turn, Drift reports it, Delete
+	// deletes it. Body is nil.
+	Unwanted bool
+	// Compare, when set, replaces Drift's comparison of the fields
+	// FieldManager owns: it says, in the installer's words, how the live
+	// object differs from what it wants, nothing when in sync.
+	Compare func(live *unstructured.Unstructured) []string
 }
 
 // Released is an object the installation once held but no longer owns
@@ -86,6 +96,14 @@ type Declaration struct {
 	Sweep []Kind
 	// Precheck adds the installer's own refusals, found before any write.
 	Precheck func(l *Live) []error
+	// Ours, when set, tells the installation's objects instead of Owner:
+	// objects a pattern owns outright for one target, marked by labels and
+	// an annotation of its own (the rbac proxy's, rbacproxy.Declare). Such
+	// an installation has no namespace of its own: leave Namespace empty,
+	// and none is read or checked. Marks says what Ours looks for, for the
+	// refusal of an object that lacks it.
+	Ours  func(obj metav1.Object) bool
+	Marks string
 }
 
 // IDs are the declared objects' IDs, in order.
@@ -135,6 +153,27 @@ func (e *ForeignError) Error() string {
 }
 
 func (e *ForeignError) Unwrap() error { return ErrForeignObject }
+
+// RequestError is a failed request for one object: get, patch (a
+// server-side apply) or delete. It keeps the object and the verb apart,
+// so a caller can say which access was missing.
+type RequestError struct {
+	Verb string
+	ID   ID
+	Err  error
+}
+
+func (e *RequestError) Error() string {
+	switch e.Verb {
+	case "get":
+		return fmt.Sprintf("read %s: %v", e.ID, e.Err)
+	case "patch":
+		return fmt.Sprintf("server-side apply as %q: %v", FieldManager, e.Err)
+	}
+	return fmt.Sprintf("%s %s: %v", e.Verb, e.ID, e.Err)
+}
+
+func (e *RequestError) Unwrap() error { return e.Err }
 
 // PartialError is an Apply or Delete that failed after it had written
 // something: the objects before Failed are written (or deleted).

@@ -107,19 +107,7 @@ func TestParseID(t *testing.T) {
 func TestDrift(t *testing.T) {
 	o := testOwner()
 	sa := func(name string, labels map[string]string, manager string) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion("v1")
-		u.SetKind("ServiceAccount")
-		u.SetNamespace("ns")
-		u.SetName(name)
-		u.SetLabels(labels)
-		if manager != "" {
-			// What the API server records for an apply of the labels.
-			fields := `{"f:metadata":{"f:labels":{` + labelFields(labels) + `}}}`
-			u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: manager, Operation: metav1.ManagedFieldsOperationApply,
-				APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}})
-		}
-		return u
+		return liveObject("v1", "ServiceAccount", name, labels, manager)
 	}
 	id := func(name string) ID { return ID{Kind: ServiceAccounts, Namespace: "ns", Name: name} }
 	body := func(name string) any { return corev1ac.ServiceAccount(name, "ns").WithLabels(o.Labels("x")) }

@@ -7,6 +7,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,8 +16,11 @@ import (
 	admissionregistrationv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 )
 
 // Kind is one kind of object an installation can hold: where it is served
@@ -83,6 +87,9 @@ var (
 		schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}, false)
 )
 
+// NetworkPolicies are written by the rbac proxy's declaration.
+var NetworkPolicies = typedKind("NetworkPolicy", networkingv1.SchemeGroupVersion.WithResource("networkpolicies"), true, networkingv1ac.ExtractNetworkPolicy)
+
 // As converts a live object to its typed form.
 func As[T any](u *unstructured.Unstructured) (*T, error) {
 	out := new(T)
@@ -107,4 +114,18 @@ func toUnstructured(body any) (*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	return u, nil
+}
+
+// workloadKinds are the install kinds of kube's workload kinds.
+var workloadKinds = map[kube.WorkloadKind]Kind{
+	kube.KindDeployment:  Deployments,
+	kube.KindStatefulSet: StatefulSets,
+	kube.KindDaemonSet:   DaemonSets,
+}
+
+// WorkloadID is the ID of the workload w names; ok is false for a kind
+// that is not a workload kind.
+func WorkloadID(w kube.Workload) (id ID, ok bool) {
+	k, ok := workloadKinds[w.Kind]
+	return ID{Kind: k, Namespace: w.Namespace, Name: w.Name}, ok
 }

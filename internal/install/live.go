@@ -32,6 +32,8 @@ func (cl Clients) resource(id ID) dynamic.ResourceInterface {
 // Namespace, and the labelled objects of the swept kinds.
 type Live struct {
 	owner     Owner
+	ours      func(metav1.Object) bool // Declaration.Ours
+	marks     string                   // Declaration.Marks
 	namespace *unstructured.Unstructured
 	objects   map[ID]*unstructured.Unstructured
 	swept     []*unstructured.Unstructured // labelled objects of the swept kinds, declared or not
@@ -41,12 +43,14 @@ type Live struct {
 // Observe reads the installation: one GET per declared object and one
 // label-selected LIST per swept kind; no discovery, no watch.
 func Observe(ctx context.Context, cl Clients, d Declaration) (*Live, error) {
-	l := &Live{owner: d.Owner, objects: map[ID]*unstructured.Unstructured{}}
-	ns, err := get(ctx, cl, ID{Kind: Namespaces, Name: d.Namespace})
-	if err != nil {
-		return nil, err
+	l := newLive(d)
+	if d.Namespace != "" {
+		ns, err := get(ctx, cl, ID{Kind: Namespaces, Name: d.Namespace})
+		if err != nil {
+			return nil, err
+		}
+		l.namespace = ns
 	}
-	l.namespace = ns
 	for _, id := range d.IDs() {
 		if _, done := l.objects[id]; done {
 			continue
@@ -74,6 +78,18 @@ func Observe(ctx context.Context, cl Clients, d Declaration) (*Live, error) {
 	return l, nil
 }
 
+func newLive(d Declaration) *Live {
+	return &Live{owner: d.Owner, ours: d.Ours, marks: d.Marks, objects: map[ID]*unstructured.Unstructured{}}
+}
+
+// selector is what marks the installation's objects, for a refusal.
+func (l *Live) selector() string {
+	if l.ours != nil {
+		return l.marks
+	}
+	return l.owner.Selector()
+}
+
 // get returns the object, nil when it does not exist.
 func get(ctx context.Context, cl Clients, id ID) (*unstructured.Unstructured, error) {
 	obj, err := cl.resource(id).Get(ctx, id.Name, metav1.GetOptions{})
@@ -81,7 +97,7 @@ func get(ctx context.Context, cl Clients, id ID) (*unstructured.Unstructured, er
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", id, err)
+		return nil, &RequestError{Verb: "get", ID: id, Err: err}
 	}
 	return obj, nil
 }
@@ -107,6 +123,9 @@ func (l *Live) Namespace() *unstructured.Unstructured { return l.namespace }
 func (l *Live) Owns(obj *unstructured.Unstructured, shared bool) bool {
 	if obj == nil {
 		return false
+	}
+	if l.ours != nil {
+		return l.ours(obj)
 	}
 	if shared {
 		return l.owner.Labelled(obj)
@@ -157,16 +176,23 @@ func (l *Live) leftovers(d Declaration) []ID {
 
 // Drift lists what an Apply of d would change: declared objects that are
 // missing, not kmshealth's, or with a field kmshealth applied changed or
-// taken over by another field manager (an edit, a `kubectl scale`), and
-// leftovers. Empty means an apply would change nothing. Fields other
-// managers added are not drift: server-side apply leaves them alone.
+// taken over by another field manager (an edit, a `kubectl scale`),
+// unwanted objects that are the installation's, and leftovers. Empty means
+// an apply would change nothing. Fields other managers added are not
+// drift: server-side apply leaves them alone.
 func (l *Live) Drift(d Declaration) []string {
 	var drift []string
 	for _, o := range d.Objects {
+		live := l.Get(o.ID)
+		if o.Unwanted {
+			if l.Owns(live, o.Shared) {
+				drift = append(drift, o.String()+" exists, but no "+o.Kind.Name+" is wanted")
+			}
+			continue
+		}
 		if o.Body == nil {
 			continue
 		}
-		live := l.Get(o.ID)
 		switch {
 		case live == nil:
 			drift = append(drift, o.String()+" is missing")
@@ -174,6 +200,8 @@ func (l *Live) Drift(d Declaration) []string {
 			drift = append(drift, o.String()+" is not managed by kmshealth")
 		case live.GetDeletionTimestamp() != nil:
 			drift = append(drift, o.String()+" is being deleted")
+		case o.Compare != nil:
+			drift = append(drift, o.Compare(live)...)
 		case !l.inSync(o, live):
 			drift = append(drift, o.String()+" was changed")
 		}
@@ -203,7 +231,7 @@ func (l *Live) inSync(o Object, live *unstructured.Unstructured) bool {
 // LiveOf is a Live holding objs, as Observe would have read them for d:
 // for tests of drift and read-back that need no cluster.
 func LiveOf(d Declaration, objs ...*unstructured.Unstructured) *Live {
-	l := &Live{owner: d.Owner, objects: map[ID]*unstructured.Unstructured{}}
+	l := newLive(d)
 	for _, id := range d.IDs() {
 		l.objects[id] = nil
 	}

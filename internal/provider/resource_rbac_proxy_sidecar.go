@@ -425,14 +425,13 @@ func (r *rbacProxyResource) Read(ctx context.Context, req resource.ReadRequest, 
 	if resp.Diagnostics.HasError() || !r.clients.Known() {
 		return // provider configuration unknown: keep the state as it is
 	}
-	cs, err := r.clients.Core()
-	if err != nil {
-		connectionError(&resp.Diagnostics, err)
+	cl, ok := r.clients.installClients(&resp.Diagnostics)
+	if !ok {
 		return
 	}
 	t, _ := state.target()
 	if state.ConfigHash.IsNull() { // import: the record says what was applied
-		if !r.adopt(ctx, cs, t, &state, &resp.Diagnostics) {
+		if !r.adopt(ctx, cl.Core, t, &state, &resp.Diagnostics) {
 			return
 		}
 	}
@@ -440,7 +439,7 @@ func (r *rbacProxyResource) Read(ctx context.Context, req resource.ReadRequest, 
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	live, err := rbacproxy.Observe(ctx, cs, c)
+	live, err := rbacproxy.Observe(ctx, cl, c)
 	if err != nil {
 		r.addError(&resp.Diagnostics, "Cannot read the rbac proxy sidecar's objects", err)
 		return
@@ -518,9 +517,8 @@ func (r *rbacProxyResource) Update(ctx context.Context, req resource.UpdateReque
 // rollout. It reports whether anything may have been written, i.e.
 // whether the state must record it.
 func (r *rbacProxyResource) write(ctx context.Context, plan, prior *rbacProxyModel, timeout time.Duration, diags *diag.Diagnostics) bool {
-	cs, err := r.clients.Core()
-	if err != nil {
-		connectionError(diags, err)
+	cl, ok := r.clients.installClients(diags)
+	if !ok {
 		return false
 	}
 	c, _ := plan.config(ctx, diags)
@@ -534,7 +532,7 @@ func (r *rbacProxyResource) write(ctx context.Context, plan, prior *rbacProxyMod
 	if prior != nil {
 		opts.PriorServiceName = prior.ServiceName.ValueString()
 	}
-	c, err = rbacproxy.Ensure(ctx, cs, c, opts)
+	c, err := rbacproxy.Ensure(ctx, cl, c, opts)
 	var failed *rbacproxy.StepError
 	if err != nil {
 		if !errors.As(err, &failed) {
@@ -556,7 +554,7 @@ func (r *rbacProxyResource) write(ctx context.Context, plan, prior *rbacProxyMod
 		return true
 	}
 	if plan.WaitForRollout.ValueBool() {
-		r.waitForRollout(ctx, cs, c.Target, timeout, diags)
+		r.waitForRollout(ctx, cl, c.Target, timeout, diags)
 	}
 	return true
 }
@@ -580,29 +578,16 @@ func (r *rbacProxyResource) addEnsureError(diags *diag.Diagnostics, t rbacproxy.
 	}
 }
 
-// rolloutKinds are the installer's kinds of the workloads a sidecar can
-// protect, whose rollout install.WaitForRollout judges.
-var rolloutKinds = map[rbacproxy.Kind]install.Kind{
-	rbacproxy.KindDeployment:  install.Deployments,
-	rbacproxy.KindStatefulSet: install.StatefulSets,
-	rbacproxy.KindDaemonSet:   install.DaemonSets,
-}
-
 // waitForRollout waits, by watch, within timeout, until the target runs
 // the new pod template everywhere.
-func (r *rbacProxyResource) waitForRollout(ctx context.Context, cs kubernetes.Interface, t rbacproxy.Target, timeout time.Duration, diags *diag.Diagnostics) {
-	dyn, err := r.clients.Dynamic()
-	if err != nil {
-		connectionError(diags, err)
-		return
-	}
+func (r *rbacProxyResource) waitForRollout(ctx context.Context, cl install.Clients, t rbacproxy.Target, timeout time.Duration, diags *diag.Diagnostics) {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	progress := func(p string) {
 		tflog.Info(ctx, "Waiting for "+t.String()+" to roll out with the rbac proxy sidecar", map[string]any{"progress": p})
 	}
-	id := install.ID{Kind: rolloutKinds[t.Kind], Namespace: t.Namespace, Name: t.Name}
-	if err := install.WaitForRollout(wctx, install.Clients{Core: cs, Dynamic: dyn}, id, progress); err != nil {
+	id, _ := install.WorkloadID(t)
+	if err := install.WaitForRollout(wctx, cl, id, progress); err != nil {
 		diags.AddAttributeError(path.Root("wait_for_rollout"), "Target not rolled out", err.Error())
 	}
 }
@@ -615,9 +600,8 @@ func (r *rbacProxyResource) Delete(ctx context.Context, req resource.DeleteReque
 	}
 	timeout, diags := state.Timeouts.Delete(ctx, defaultRolloutTimeout)
 	resp.Diagnostics.Append(diags...)
-	cs, err := r.clients.Core()
-	if err != nil {
-		connectionError(&resp.Diagnostics, err)
+	cl, ok := r.clients.installClients(&resp.Diagnostics)
+	if !ok {
 		return
 	}
 	c, _ := state.config(ctx, &resp.Diagnostics)
@@ -626,7 +610,7 @@ func (r *rbacProxyResource) Delete(ctx context.Context, req resource.DeleteReque
 	}
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := c.Uninstall(dctx, cs); err != nil {
+	if err := c.Uninstall(dctx, cl); err != nil {
 		r.addError(&resp.Diagnostics, "Cannot remove the rbac proxy sidecar", err)
 	}
 }

@@ -3,9 +3,10 @@ package rbacproxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"reflect"
 	"slices"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,19 +15,27 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes"
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 )
 
-// This file is the part of the package that talks to the API server: it
-// reads what the cluster holds for one protected workload (Observe),
-// checks it before the first write (Check), applies kmshealth's objects in
-// order (Apply), compares (Drift) and removes them again (Uninstall).
-// Every write is a server-side apply as FieldManager of the apply
-// configurations built above, or a delete of an object kmshealth created
-// (its labels say so, and the delete is preconditioned on the UID read).
+// This file is the part of the package that talks to the API server. The
+// objects kmshealth owns outright for one protected workload — the config
+// ConfigMap, the system:auth-delegator binding, the NetworkPolicy — are an
+// install.Declaration (Declare): read, refused when someone else's,
+// applied in order, compared and deleted (UID-preconditioned) by install,
+// as the installers' objects are. What stays here is what is not an object
+// of ours: kmshealth's fields in the user's workload (the sidecar, its
+// volumes, the config hash annotation) and in their Service (the proxy
+// port), written by server-side apply as FieldManager and released again,
+// and the checks and comparisons that say, field by field, what keeps a
+// Config from working (Check) or what changed (Drift).
 
 // ObjectError is a failed request for one object, naming it, so a caller
 // can say which object and what access was missing.
@@ -50,40 +59,124 @@ func (e *ObjectError) Error() string {
 
 func (e *ObjectError) Unwrap() error { return e.Err }
 
-// objectRef describes one object of ours (or the workload, or the Service).
-type objectRef struct {
-	kind, group, resource, namespace, name string
-}
-
-func (o objectRef) fail(verb string, err error) error {
-	return &ObjectError{Verb: verb, Kind: o.kind, Group: o.group, Resource: o.resource, Namespace: o.namespace, Name: o.name, Err: err}
-}
-
-func (o objectRef) String() string {
-	if o.namespace == "" {
-		return o.kind + " " + o.name
+// objectError is install's failed request as an *ObjectError; other errors
+// (a refusal) as they are.
+func objectError(err error) error {
+	var re *install.RequestError
+	if err == nil || !errors.As(err, &re) {
+		return err
 	}
-	return o.kind + " " + o.namespace + "/" + o.name
+	return failed(re.Verb, re.ID, re.Err)
 }
 
-func workloadRef(t Target) objectRef {
-	return objectRef{kind: string(t.Kind), group: "apps", resource: strings.ToLower(string(t.Kind)) + "s", namespace: t.Namespace, name: t.Name}
+func failed(verb string, id install.ID, err error) error {
+	return &ObjectError{Verb: verb, Kind: id.Kind.Name, Group: id.Kind.GVR.Group, Resource: id.Kind.GVR.Resource, Namespace: id.Namespace, Name: id.Name, Err: err}
 }
 
-func configMapRef(t Target) objectRef {
-	return objectRef{kind: "ConfigMap", resource: "configmaps", namespace: t.Namespace, name: ObjectName(t)}
+func workloadID(t Target) install.ID {
+	id, _ := install.WorkloadID(t)
+	return id
 }
 
-func bindingRef(t Target) objectRef {
-	return objectRef{kind: "ClusterRoleBinding", group: rbacv1.GroupName, resource: "clusterrolebindings", name: ClusterRoleBindingName(t)}
+func configMapID(t Target) install.ID {
+	return install.ID{Kind: install.ConfigMaps, Namespace: t.Namespace, Name: ObjectName(t)}
 }
 
-func networkPolicyRef(t Target) objectRef {
-	return objectRef{kind: "NetworkPolicy", group: networkingv1.GroupName, resource: "networkpolicies", namespace: t.Namespace, name: ObjectName(t)}
+func bindingID(t Target) install.ID {
+	return install.ID{Kind: install.ClusterRoleBindings, Name: ClusterRoleBindingName(t)}
 }
 
-func serviceRef(namespace, name string) objectRef {
-	return objectRef{kind: "Service", resource: "services", namespace: namespace, name: name}
+func networkPolicyID(t Target) install.ID {
+	return install.ID{Kind: install.NetworkPolicies, Namespace: t.Namespace, Name: ObjectName(t)}
+}
+
+func serviceID(namespace, name string) install.ID {
+	return install.ID{Kind: install.Services, Namespace: namespace, Name: name}
+}
+
+// marks are what every object of ours for t carries.
+func marks(t Target) string {
+	return fmt.Sprintf("%s=%s, %s=%s and the annotation %s=%s", ManagedByLabel, ManagedByValue, ForLabel, ForLabelValue(t), TargetAnnotation, t)
+}
+
+// ours reports whether obj is kmshealth's object for t: its labels, and
+// (for the cluster-scoped binding, whose name any namespace shares) the
+// target annotation.
+func ours(obj metav1.Object, t Target) bool {
+	l := obj.GetLabels()
+	return l[ManagedByLabel] == ManagedByValue && l[ForLabel] == ForLabelValue(t) && obj.GetAnnotations()[TargetAnnotation] == t.String()
+}
+
+// Declare is the installation of objs, objects kmshealth owns outright for
+// t: told apart by ours, with no namespace of their own (the workload's is
+// the user's).
+func Declare(t Target, objs ...install.Object) install.Declaration {
+	return install.Declaration{Objects: objs, Ours: func(obj metav1.Object) bool { return ours(obj, t) }, Marks: marks(t)}
+}
+
+// objects are c's objects of its own, in apply order: the config
+// ConfigMap, the binding and the NetworkPolicy (Unwanted when disabled),
+// each with the comparison Drift reports in. c must be prepared;
+// podSelector is the workload's.
+func (c Config) objects(podSelector *metav1.LabelSelector) ([]install.Object, error) {
+	t := c.Target
+	cm, err := c.ConfigMapApply()
+	if err != nil {
+		return nil, err
+	}
+	crb, err := c.ClusterRoleBindingApply()
+	if err != nil {
+		return nil, err
+	}
+	npID := networkPolicyID(t)
+	np := install.Object{ID: npID, Unwanted: true}
+	if c.NetworkPolicy.Enabled {
+		ac, err := c.NetworkPolicyApply(podSelector)
+		if err != nil {
+			return nil, err
+		}
+		want, err := c.desiredNetworkPolicy(podSelector)
+		if err != nil {
+			return nil, err
+		}
+		np = install.Object{ID: npID, Body: ac, Compare: compare(npID, func(have *networkingv1.NetworkPolicy) []string {
+			if !equality.Semantic.DeepEqual(have.Spec, want.Spec) {
+				return []string{npID.String() + ": its spec was changed"}
+			}
+			return nil
+		})}
+	}
+	cmID, crbID := configMapID(t), bindingID(t)
+	wantSubject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: t.Namespace, Name: c.ServiceAccountName}
+	return []install.Object{
+		{ID: cmID, Body: cm, Compare: compare(cmID, func(have *corev1.ConfigMap) []string {
+			var diffs []string
+			for _, key := range []string{ConfigFileKey, RecordKey} {
+				if have.Data[key] != cm.Data[key] {
+					diffs = append(diffs, fmt.Sprintf("%s: %s was changed", cmID, key))
+				}
+			}
+			return diffs
+		})},
+		{ID: crbID, Body: crb, Compare: compare(crbID, func(b *rbacv1.ClusterRoleBinding) []string {
+			if b.RoleRef.Kind != "ClusterRole" || b.RoleRef.Name != AuthDelegatorClusterRole || !slices.Equal(b.Subjects, []rbacv1.Subject{wantSubject}) {
+				return []string{fmt.Sprintf("%s does not bind ServiceAccount %s/%s to ClusterRole %s alone", crbID, t.Namespace, c.ServiceAccountName, AuthDelegatorClusterRole)}
+			}
+			return nil
+		})},
+		np,
+	}, nil
+}
+
+// compare is an install.Object's Compare over the typed object.
+func compare[T any](id install.ID, diff func(*T) []string) func(*unstructured.Unstructured) []string {
+	return func(live *unstructured.Unstructured) []string {
+		typed, err := install.As[T](live)
+		if err != nil {
+			return []string{fmt.Sprintf("%s cannot be read: %v", id, err)}
+		}
+		return diff(typed)
+	}
 }
 
 // LiveWorkload is the protected workload as read.
@@ -106,7 +199,6 @@ func (w *LiveWorkload) ServiceAccount() string {
 // GetWorkload reads the workload t names; a NotFound error (apierrors) when
 // it does not exist.
 func GetWorkload(ctx context.Context, cs kubernetes.Interface, t Target) (*LiveWorkload, error) {
-	ref := workloadRef(t)
 	var (
 		w   *LiveWorkload
 		err error
@@ -131,7 +223,7 @@ func GetWorkload(ctx context.Context, cs kubernetes.Interface, t Target) (*LiveW
 		return nil, fmt.Errorf("%q is not a kind kmshealth can protect: use one of %s", t.Kind, quoteAll(Kinds()))
 	}
 	if err != nil {
-		return nil, ref.fail("get", err)
+		return nil, failed("get", workloadID(t), err)
 	}
 	return w, nil
 }
@@ -148,51 +240,48 @@ type Live struct {
 
 // Observe reads, by name, the workload, kmshealth's objects for it and
 // the Service c names: one GET each, nothing cached.
-func Observe(ctx context.Context, cs kubernetes.Interface, c Config) (*Live, error) {
+func Observe(ctx context.Context, cl install.Clients, c Config) (*Live, error) {
 	t := c.Target
 	var l Live
-	w, err := GetWorkload(ctx, cs, t)
+	w, err := GetWorkload(ctx, cl.Core, t)
 	switch {
 	case err == nil:
 		l.Workload = w
 	case !apierrors.IsNotFound(err):
 		return nil, err
 	}
-	if l.ConfigMap, err = getOptional(ctx, configMapRef(t), cs.CoreV1().ConfigMaps(t.Namespace).Get); err != nil {
+	objs := []install.Object{{ID: configMapID(t)}, {ID: bindingID(t)}, {ID: networkPolicyID(t)}}
+	if c.ServiceName != "" {
+		objs = append(objs, install.Object{ID: serviceID(t.Namespace, c.ServiceName)})
+	}
+	il, err := install.Observe(ctx, cl, Declare(t, objs...))
+	if err != nil {
+		return nil, objectError(err)
+	}
+	if l.ConfigMap, err = typed[corev1.ConfigMap](il, configMapID(t)); err != nil {
 		return nil, err
 	}
-	if l.Binding, err = getOptional(ctx, bindingRef(t), cs.RbacV1().ClusterRoleBindings().Get); err != nil {
+	if l.Binding, err = typed[rbacv1.ClusterRoleBinding](il, bindingID(t)); err != nil {
 		return nil, err
 	}
-	if l.NetworkPolicy, err = getOptional(ctx, networkPolicyRef(t), cs.NetworkingV1().NetworkPolicies(t.Namespace).Get); err != nil {
+	if l.NetworkPolicy, err = typed[networkingv1.NetworkPolicy](il, networkPolicyID(t)); err != nil {
 		return nil, err
 	}
 	if c.ServiceName != "" {
-		if l.Service, err = getOptional(ctx, serviceRef(t.Namespace, c.ServiceName), cs.CoreV1().Services(t.Namespace).Get); err != nil {
+		if l.Service, err = typed[corev1.Service](il, serviceID(t.Namespace, c.ServiceName)); err != nil {
 			return nil, err
 		}
 	}
 	return &l, nil
 }
 
-// getOptional is get, with nil for NotFound.
-func getOptional[T any](ctx context.Context, ref objectRef, get func(context.Context, string, metav1.GetOptions) (*T, error)) (*T, error) {
-	obj, err := get(ctx, ref.name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+// typed is the object id names in l as T, nil when it does not exist.
+func typed[T any](l *install.Live, id install.ID) (*T, error) {
+	u := l.Get(id)
+	if u == nil {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, ref.fail("get", err)
-	}
-	return obj, nil
-}
-
-// ours reports whether obj is kmshealth's object for t: its labels, and
-// (for the cluster-scoped binding, whose name any namespace shares) the
-// target annotation.
-func ours(obj metav1.Object, t Target) bool {
-	l := obj.GetLabels()
-	return l[ManagedByLabel] == ManagedByValue && l[ForLabel] == ForLabelValue(t) && obj.GetAnnotations()[TargetAnnotation] == t.String()
+	return install.As[T](u)
 }
 
 // Check reports, before anything is written, what in the cluster keeps c
@@ -218,20 +307,19 @@ func (c Config) Check(l *Live) error {
 			es.add(field.NewPath("target"), "%s already has a pod volume named %q that is not kmshealth's: rename it, kmshealth needs that name for its sidecar", t, v.Name)
 		}
 	}
-	foreign := func(fld *field.Path, ref objectRef, obj metav1.Object) {
-		if obj != nil && !ours(obj, t) {
-			es.add(fld, "%s exists and was not created by kmshealth for %s (it lacks the labels %s=%s, %s=%s and the annotation %s=%s): kmshealth never takes over or deletes it; delete or rename it",
-				ref, t, ManagedByLabel, ManagedByValue, ForLabel, ForLabelValue(t), TargetAnnotation, t)
+	foreign := func(fld *field.Path, id install.ID, obj metav1.Object) {
+		if !ours(obj, t) {
+			es.add(fld, "%s exists and was not created by kmshealth for %s (it lacks the labels %s): kmshealth never takes over or deletes it; delete or rename it", id, t, marks(t))
 		}
 	}
 	if l.ConfigMap != nil {
-		foreign(field.NewPath("target"), configMapRef(t), l.ConfigMap)
+		foreign(field.NewPath("target"), configMapID(t), l.ConfigMap)
 	}
 	if l.Binding != nil {
-		foreign(field.NewPath("target"), bindingRef(t), l.Binding)
+		foreign(field.NewPath("target"), bindingID(t), l.Binding)
 	}
 	if l.NetworkPolicy != nil && c.NetworkPolicy.Enabled {
-		foreign(field.NewPath("networkPolicy", "enabled"), networkPolicyRef(t), l.NetworkPolicy)
+		foreign(field.NewPath("networkPolicy", "enabled"), networkPolicyID(t), l.NetworkPolicy)
 	}
 	if c.ServiceName != "" {
 		if l.Service == nil {
@@ -248,23 +336,18 @@ func (c Config) Check(l *Live) error {
 	return es.err()
 }
 
-// applyOptions: kmshealth's fields are kmshealth's, whoever touched them
-// last. Force only ever moves fields of kmshealth's apply configurations:
-// its own objects, its sidecar, volumes and annotation (names Check
-// reserves) and its Service port (whose port number CheckService keeps
-// free).
-func applyOptions() metav1.ApplyOptions {
-	return metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
-}
-
-// Apply writes c's objects, in order: the config ConfigMap, the
-// system:auth-delegator binding, the workload's pod template (the sidecar,
-// its volumes, the config hash annotation), the Service port, and the
-// NetworkPolicy (or deletes kmshealth's NetworkPolicy when it is no longer
-// wanted). l is what Observe read and Check accepted; the workload and the
-// Service are written only while they have the UIDs read there, so an
-// object deleted since is never re-created by the write.
-func (c Config) Apply(ctx context.Context, cs kubernetes.Interface, l *Live) error {
+// Apply writes c's objects, in order: the config ConfigMap and the
+// system:auth-delegator binding (install.Apply), the workload's pod
+// template (the sidecar, its volumes, the config hash annotation), the
+// Service port, and the NetworkPolicy (or deletes kmshealth's NetworkPolicy
+// when it is no longer wanted), last, so the workload's pods are never
+// fenced off before the proxy is in. l is what Observe read and Check
+// accepted; the workload and the Service are written only while they have
+// the UIDs read there, so an object deleted since is never re-created by
+// the write. Forced: kmshealth's fields are kmshealth's, whoever touched
+// them last; Check reserves the names of the fields it writes in objects
+// not its own.
+func (c Config) Apply(ctx context.Context, cl install.Clients, l *Live) error {
 	c, err := c.prepared()
 	if err != nil {
 		return err
@@ -273,19 +356,12 @@ func (c Config) Apply(ctx context.Context, cs kubernetes.Interface, l *Live) err
 	if l.Workload == nil {
 		return fmt.Errorf("%s does not exist", t)
 	}
-	cm, err := c.ConfigMapApply()
+	objs, err := c.objects(l.Workload.Selector)
 	if err != nil {
 		return err
 	}
-	if _, err := cs.CoreV1().ConfigMaps(t.Namespace).Apply(ctx, cm, applyOptions()); err != nil {
-		return configMapRef(t).fail("patch", err)
-	}
-	crb, err := c.ClusterRoleBindingApply()
-	if err != nil {
-		return err
-	}
-	if _, err := cs.RbacV1().ClusterRoleBindings().Apply(ctx, crb, applyOptions()); err != nil {
-		return bindingRef(t).fail("patch", err)
+	if err := install.Apply(ctx, cl, Declare(t, objs[:2]...)); err != nil {
+		return objectError(err)
 	}
 	w, err := c.WorkloadApply(l.Workload.UID)
 	if err != nil {
@@ -295,11 +371,11 @@ func (c Config) Apply(ctx context.Context, cs kubernetes.Interface, l *Live) err
 	if err != nil {
 		return err
 	}
-	if err := PatchWorkload(ctx, cs.AppsV1(), t, patch, FieldManager); err != nil {
-		return workloadRef(t).fail("patch", err)
+	if err := PatchWorkload(ctx, cl.Core.AppsV1(), t, patch, FieldManager); err != nil {
+		return failed("patch", workloadID(t), err)
 	}
-	if err := applyWorkload(ctx, cs, t, w); err != nil {
-		return err
+	if err := install.ApplyFields(ctx, cl, workloadID(t), w.Object()); err != nil {
+		return objectError(err)
 	}
 	if c.ServiceName != "" {
 		if l.Service == nil {
@@ -309,42 +385,11 @@ func (c Config) Apply(ctx context.Context, cs kubernetes.Interface, l *Live) err
 		if err != nil {
 			return err
 		}
-		if _, err := cs.CoreV1().Services(t.Namespace).Apply(ctx, svc, applyOptions()); err != nil {
-			return serviceRef(t.Namespace, c.ServiceName).fail("patch", err)
+		if err := install.ApplyFields(ctx, cl, serviceID(t.Namespace, c.ServiceName), svc); err != nil {
+			return objectError(err)
 		}
 	}
-	if c.NetworkPolicy.Enabled {
-		np, err := c.NetworkPolicyApply(l.Workload.Selector)
-		if err != nil {
-			return err
-		}
-		if _, err := cs.NetworkingV1().NetworkPolicies(t.Namespace).Apply(ctx, np, applyOptions()); err != nil {
-			return networkPolicyRef(t).fail("patch", err)
-		}
-	} else if l.NetworkPolicy != nil && ours(l.NetworkPolicy, t) {
-		if err := deleteOurs(ctx, networkPolicyRef(t), l.NetworkPolicy.UID, cs.NetworkingV1().NetworkPolicies(t.Namespace).Delete); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func applyWorkload(ctx context.Context, cs kubernetes.Interface, t Target, w Workload) error {
-	var err error
-	switch {
-	case w.Deployment != nil:
-		_, err = cs.AppsV1().Deployments(t.Namespace).Apply(ctx, w.Deployment, applyOptions())
-	case w.StatefulSet != nil:
-		_, err = cs.AppsV1().StatefulSets(t.Namespace).Apply(ctx, w.StatefulSet, applyOptions())
-	case w.DaemonSet != nil:
-		_, err = cs.AppsV1().DaemonSets(t.Namespace).Apply(ctx, w.DaemonSet, applyOptions())
-	default:
-		return fmt.Errorf("%s: no apply configuration for kind %q", t, t.Kind)
-	}
-	if err != nil {
-		return workloadRef(t).fail("patch", err)
-	}
-	return nil
+	return objectError(install.Apply(ctx, cl, Declare(t, objs[2:]...)))
 }
 
 // PatchWorkload sends RestorePatch's JSON patch to the workload t names, as
@@ -371,27 +416,19 @@ func PatchWorkload(ctx context.Context, apps appsv1client.AppsV1Interface, t Tar
 	return nil
 }
 
-// deleteOurs deletes an object kmshealth created, only while it has the
-// UID read (a re-created object of the same name is someone else's); gone
-// already is done.
-func deleteOurs(ctx context.Context, ref objectRef, uid types.UID, del func(context.Context, string, metav1.DeleteOptions) error) error {
-	err := del(ctx, ref.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return ref.fail("delete", err)
-	}
-	return nil
-}
-
 // ReleaseServicePort removes kmshealth's port from Service namespace/name
 // (the rest of the Service stays); a Service that is gone is done.
-func ReleaseServicePort(ctx context.Context, cs kubernetes.Interface, namespace, name string) error {
-	ref := serviceRef(namespace, name)
-	svc, err := getOptional(ctx, ref, cs.CoreV1().Services(namespace).Get)
-	if err != nil || svc == nil {
-		return err
+func ReleaseServicePort(ctx context.Context, cl install.Clients, namespace, name string) error {
+	id := serviceID(namespace, name)
+	svc, err := cl.Core.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return failed("get", id, err)
 	}
-	if _, err := cs.CoreV1().Services(namespace).Apply(ctx, ReleaseService(namespace, name, svc.UID), applyOptions()); err != nil && !apierrors.IsNotFound(err) {
-		return ref.fail("patch", err)
+	if err := install.ApplyFields(ctx, cl, id, ReleaseService(namespace, name, svc.UID)); err != nil && !apierrors.IsNotFound(err) {
+		return objectError(err)
 	}
 	return nil
 }
@@ -402,45 +439,35 @@ func ReleaseServicePort(ctx context.Context, cs kubernetes.Interface, namespace,
 // re-injecting the sidecar), then the workload's fields (the sidecar, its
 // volumes, the annotation: released, so they disappear unless another
 // field manager also holds them), the Service port, the NetworkPolicy and,
-// last, the binding. What is gone already is skipped, and objects that are
-// not kmshealth's are never deleted.
-func (c Config) Uninstall(ctx context.Context, cs kubernetes.Interface) error {
+// last, the binding (install.Delete, in reverse order). What is gone
+// already is skipped, and objects that are not kmshealth's are never
+// deleted.
+func (c Config) Uninstall(ctx context.Context, cl install.Clients) error {
 	c = c.Defaulted()
 	t := c.Target
-	l, err := Observe(ctx, cs, c)
-	if err != nil {
+	w, err := GetWorkload(ctx, cl.Core, t)
+	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	if l.ConfigMap != nil && ours(l.ConfigMap, t) {
-		if err := deleteOurs(ctx, configMapRef(t), l.ConfigMap.UID, cs.CoreV1().ConfigMaps(t.Namespace).Delete); err != nil {
-			return err
-		}
+	if _, err := install.Delete(ctx, cl, Declare(t, install.Object{ID: configMapID(t)})); err != nil {
+		return objectError(err)
 	}
-	if l.Workload != nil {
-		w, err := ReleaseWorkload(t, l.Workload.UID)
+	if w != nil {
+		release, err := ReleaseWorkload(t, w.UID)
 		if err != nil {
 			return err
 		}
-		if err := applyWorkload(ctx, cs, t, w); err != nil && !apierrors.IsNotFound(err) {
-			return err
+		if err := install.ApplyFields(ctx, cl, workloadID(t), release.Object()); err != nil && !apierrors.IsNotFound(err) {
+			return objectError(err)
 		}
 	}
 	if c.ServiceName != "" {
-		if err := ReleaseServicePort(ctx, cs, t.Namespace, c.ServiceName); err != nil {
+		if err := ReleaseServicePort(ctx, cl, t.Namespace, c.ServiceName); err != nil {
 			return err
 		}
 	}
-	if l.NetworkPolicy != nil && ours(l.NetworkPolicy, t) {
-		if err := deleteOurs(ctx, networkPolicyRef(t), l.NetworkPolicy.UID, cs.NetworkingV1().NetworkPolicies(t.Namespace).Delete); err != nil {
-			return err
-		}
-	}
-	if l.Binding != nil && ours(l.Binding, t) {
-		if err := deleteOurs(ctx, bindingRef(t), l.Binding.UID, cs.RbacV1().ClusterRoleBindings().Delete); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err = install.Delete(ctx, cl, Declare(t, install.Object{ID: bindingID(t)}, install.Object{ID: networkPolicyID(t)}))
+	return objectError(err)
 }
 
 // Drift describes how l differs from what Apply writes for c, on
@@ -462,62 +489,37 @@ func (c Config) Drift(l *Live) ([]string, error) {
 	for i, d := range diffs {
 		diffs[i] = t.String() + ": " + d
 	}
-	differ := func(format string, args ...any) { diffs = append(diffs, fmt.Sprintf(format, args...)) }
-
-	cmRef := configMapRef(t)
-	if cm := l.ConfigMap; cm == nil || !ours(cm, t) {
-		differ("%s is missing", cmRef)
-	} else {
-		file, err := c.ConfigFile()
-		if err != nil {
-			return nil, err
-		}
-		record, err := c.EncodeRecord()
-		if err != nil {
-			return nil, err
-		}
-		if cm.Data[ConfigFileKey] != string(file) {
-			differ("%s: %s was changed", cmRef, ConfigFileKey)
-		}
-		if cm.Data[RecordKey] != string(record) {
-			differ("%s: %s was changed", cmRef, RecordKey)
-		}
+	objs, err := c.objects(l.Workload.Selector)
+	if err != nil {
+		return nil, err
 	}
-
-	crbRef := bindingRef(t)
-	wantSubject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: t.Namespace, Name: c.ServiceAccountName}
-	if b := l.Binding; b == nil || !ours(b, t) {
-		differ("%s is missing", crbRef)
-	} else if b.RoleRef.Kind != "ClusterRole" || b.RoleRef.Name != AuthDelegatorClusterRole || !slices.Equal(b.Subjects, []rbacv1.Subject{wantSubject}) {
-		differ("%s does not bind ServiceAccount %s/%s to ClusterRole %s alone", crbRef, t.Namespace, c.ServiceAccountName, AuthDelegatorClusterRole)
+	d := Declare(t, objs...)
+	var read []*unstructured.Unstructured // what Observe read, as install reads it
+	for id, obj := range map[install.ID]runtime.Object{configMapID(t): l.ConfigMap, bindingID(t): l.Binding, networkPolicyID(t): l.NetworkPolicy} {
+		if reflect.ValueOf(obj).IsNil() {
+			continue
+		}
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", id, err)
+		}
+		u := &unstructured.Unstructured{Object: m}
+		u.SetAPIVersion(id.Kind.GVR.GroupVersion().String())
+		u.SetKind(id.Kind.Name)
+		read = append(read, u)
 	}
+	diffs = append(diffs, install.LiveOf(d, read...).Drift(d)...)
 
 	if c.ServiceName != "" {
-		svcRef := serviceRef(t.Namespace, c.ServiceName)
+		svcID := serviceID(t.Namespace, c.ServiceName)
+		differ := func(format string, args ...any) { diffs = append(diffs, fmt.Sprintf(format, args...)) }
 		if l.Service == nil {
-			differ("%s is missing", svcRef)
+			differ("%s is missing", svcID)
 		} else if i := slices.IndexFunc(l.Service.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == ServicePortName }); i < 0 {
-			differ("%s has no port %q", svcRef, ServicePortName)
+			differ("%s has no port %q", svcID, ServicePortName)
 		} else if p := l.Service.Spec.Ports[i]; p.Port != c.ListenPort || p.TargetPort.IntValue() != int(c.ListenPort) || protocol(p.Protocol) != corev1.ProtocolTCP {
-			differ("%s port %q is %d → %s/%s, want %d → %d/TCP", svcRef, ServicePortName, p.Port, p.TargetPort.String(), p.Protocol, c.ListenPort, c.ListenPort)
+			differ("%s port %q is %d → %s/%s, want %d → %d/TCP", svcID, ServicePortName, p.Port, p.TargetPort.String(), p.Protocol, c.ListenPort, c.ListenPort)
 		}
-	}
-
-	npRef := networkPolicyRef(t)
-	np := l.NetworkPolicy
-	switch {
-	case c.NetworkPolicy.Enabled && (np == nil || !ours(np, t)):
-		differ("%s is missing", npRef)
-	case c.NetworkPolicy.Enabled:
-		want, err := c.desiredNetworkPolicy(l.Workload.Selector)
-		if err != nil {
-			return nil, err
-		}
-		if !equality.Semantic.DeepEqual(np.Spec, want.Spec) {
-			differ("%s: its spec was changed", npRef)
-		}
-	case np != nil && ours(np, t):
-		differ("%s exists, but no NetworkPolicy is wanted", npRef)
 	}
 	return diffs, nil
 }

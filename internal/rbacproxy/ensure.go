@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/client-go/kubernetes"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 )
 
 // Step is where Ensure stopped.
@@ -72,9 +72,9 @@ type EnsureOptions struct {
 // proxy port from the Service of the previous write when c names another.
 // It returns c as applied (ServiceAccountName set to the live one); any
 // error is a *StepError saying where it stopped.
-func Ensure(ctx context.Context, cs kubernetes.Interface, c Config, opts EnsureOptions) (Config, error) {
+func Ensure(ctx context.Context, cl install.Clients, c Config, opts EnsureOptions) (Config, error) {
 	t := c.Target
-	live, err := Observe(ctx, cs, c)
+	live, err := Observe(ctx, cl, c)
 	if err != nil {
 		return c, &StepError{Step: StepRead, Err: err}
 	}
@@ -91,11 +91,11 @@ func Ensure(ctx context.Context, cs kubernetes.Interface, c Config, opts EnsureO
 	if err := c.Validate(); err != nil {
 		return c, &StepError{Step: StepValidate, Err: err}
 	}
-	if err := c.Apply(ctx, cs, live); err != nil {
+	if err := c.Apply(ctx, cl, live); err != nil {
 		return c, &StepError{Step: StepApply, Err: err}
 	}
 	if prior := opts.PriorServiceName; prior != "" && prior != c.ServiceName {
-		if err := ReleaseServicePort(ctx, cs, t.Namespace, prior); err != nil {
+		if err := ReleaseServicePort(ctx, cl, t.Namespace, prior); err != nil {
 			return c, &StepError{Step: StepRelease, Err: err}
 		}
 	}

@@ -14,9 +14,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/dynamic"
 
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/rbacproxy"
 )
+
+// clients talk to env.
+func clients() install.Clients {
+	return install.Clients{Core: env.Clientset(), Dynamic: dynamic.NewForConfigOrDie(env.RESTConfig())}
+}
 
 // ensureNamespace creates a namespace of its own for the test, with a
 // Deployment "web" (pods running as ServiceAccount "web-sa") and Services
@@ -76,18 +83,17 @@ func servicePorts(t *testing.T, ns, name string) []string {
 // proxy port from it to the new one.
 func TestEnsure(t *testing.T) {
 	ctx := context.Background()
-	cs := env.Clientset()
 	ns := ensureNamespace(t)
 	c := rbacproxy.Config{Target: rbacproxy.Target{Kind: rbacproxy.KindDeployment, Namespace: ns, Name: "web"}, UpstreamPort: 8081, ServiceName: "web"}
 
-	got, err := rbacproxy.Ensure(ctx, cs, c, rbacproxy.EnsureOptions{})
+	got, err := rbacproxy.Ensure(ctx, clients(), c, rbacproxy.EnsureOptions{})
 	if err != nil {
 		t.Fatalf("Ensure: %v", err)
 	}
 	if got.ServiceAccountName != "web-sa" {
 		t.Errorf("rbacproxy.Ensure returned ServiceAccountName %q, want the pods' web-sa", got.ServiceAccountName)
 	}
-	live, err := rbacproxy.Observe(ctx, cs, got)
+	live, err := rbacproxy.Observe(ctx, clients(), got)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +106,7 @@ func TestEnsure(t *testing.T) {
 
 	// Again, with the plan's ServiceAccount and to the other Service.
 	c.ServiceName = "other"
-	if _, err := rbacproxy.Ensure(ctx, cs, c, rbacproxy.EnsureOptions{PlannedServiceAccount: "web-sa", PriorServiceName: "web"}); err != nil {
+	if _, err := rbacproxy.Ensure(ctx, clients(), c, rbacproxy.EnsureOptions{PlannedServiceAccount: "web-sa", PriorServiceName: "web"}); err != nil {
 		t.Fatalf("rbacproxy.Ensure to Service other: %v", err)
 	}
 	if ports := servicePorts(t, ns, "web"); slices.Contains(ports, rbacproxy.ServicePortName) || !slices.Contains(ports, "http") {
@@ -164,7 +170,7 @@ func TestEnsureRefuses(t *testing.T) {
 			cs := env.Clientset()
 			ns := ensureNamespace(t)
 			c := tc.config(ns)
-			_, err := rbacproxy.Ensure(ctx, cs, c, tc.opts)
+			_, err := rbacproxy.Ensure(ctx, clients(), c, tc.opts)
 			var se *rbacproxy.StepError
 			if !errors.As(err, &se) || se.Step != tc.step || se.Written() {
 				t.Fatalf("rbacproxy.Ensure = %v, want a rbacproxy.StepError at step %d before any write", err, tc.step)
@@ -208,4 +214,72 @@ func TestEnsureStepErrorWritten(t *testing.T) {
 
 func hasFieldError(es field.ErrorList, fld, part string) bool {
 	return slices.ContainsFunc(es, func(e *field.Error) bool { return e.Field == fld && strings.Contains(e.Detail, part) })
+}
+
+// TestUninstallLeavesWhatIsNotOurs: Uninstall deletes kmshealth's objects
+// for its own target only. A ConfigMap at our name applied by the
+// kmshealth field manager but without our labels (which an installation's
+// ownership test would take for its own), and a binding of our name
+// marked for another target, are someone else's and stay; the NetworkPolicy
+// a write disabled is gone already, and the Deployment stays.
+func TestUninstallLeavesWhatIsNotOurs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cs := env.Clientset()
+	ns := ensureNamespace(t)
+	c := rbacproxy.Config{Target: rbacproxy.Target{Kind: rbacproxy.KindDeployment, Namespace: ns, Name: "web"}, UpstreamPort: 8081,
+		NetworkPolicy: rbacproxy.NetworkPolicy{Enabled: true}}
+	if _, err := rbacproxy.Ensure(ctx, clients(), c, rbacproxy.EnsureOptions{}); err != nil {
+		t.Fatalf("Ensure: %v", err)
+	}
+	npName := rbacproxy.ObjectName(c.Target)
+	if _, err := cs.NetworkingV1().NetworkPolicies(ns).Get(ctx, npName, metav1.GetOptions{}); err != nil {
+		t.Fatalf("NetworkPolicy after Ensure: %v", err)
+	}
+	c.NetworkPolicy.Enabled = false
+	if _, err := rbacproxy.Ensure(ctx, clients(), c, rbacproxy.EnsureOptions{}); err != nil {
+		t.Fatalf("Ensure without a NetworkPolicy: %v", err)
+	}
+	if _, err := cs.NetworkingV1().NetworkPolicies(ns).Get(ctx, npName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("NetworkPolicy after it was turned off: %v, want NotFound", err)
+	}
+
+	// Make the ConfigMap and the binding someone else's.
+	cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, npName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Labels = nil
+	if _, err := cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{FieldManager: rbacproxy.FieldManager}); err != nil {
+		t.Fatal(err)
+	}
+	crbName := rbacproxy.ClusterRoleBindingName(c.Target)
+	crb, err := cs.RbacV1().ClusterRoleBindings().Get(ctx, crbName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), crbName, metav1.DeleteOptions{})
+	})
+	crb.Annotations[rbacproxy.TargetAnnotation] = "Deployment/other/web"
+	if _, err := cs.RbacV1().ClusterRoleBindings().Update(ctx, crb, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := c.Uninstall(ctx, clients()); err != nil {
+		t.Fatalf("Uninstall: %v", err)
+	}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, npName, metav1.GetOptions{}); err != nil {
+		t.Errorf("Uninstall deleted a ConfigMap that is not ours (no labels): %v", err)
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Get(ctx, crbName, metav1.GetOptions{}); err != nil {
+		t.Errorf("Uninstall deleted a binding marked for another target: %v", err)
+	}
+	d, err := cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the Deployment after Uninstall: %v", err)
+	}
+	if len(d.Spec.Template.Spec.InitContainers) > 0 || len(d.Spec.Template.Spec.Containers) != 1 {
+		t.Errorf("after Uninstall: init containers %v, containers %d; want the user's container alone", d.Spec.Template.Spec.InitContainers, len(d.Spec.Template.Spec.Containers))
+	}
 }

@@ -9,7 +9,9 @@
 // the reconciler both call it, so the two always write the same fields.
 //
 // Only cluster.go talks to the API server (read, check, apply in order,
-// compare, uninstall); everything else is pure.
+// compare, uninstall), and for the objects kmshealth owns outright it
+// declares them to package install rather than writing them itself;
+// everything else is pure.
 package rbacproxy
 
 import (

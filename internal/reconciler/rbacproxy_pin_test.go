@@ -78,7 +78,7 @@ func TestReconcileRBACProxyRestoresWholeSidecar(t *testing.T) {
 	// Destroy after restores still leaves nothing of ours: the restore's
 	// JSON patch must not leave fields that releasing does not remove.
 	p.Stop()
-	if err := cfg.Uninstall(ctx, env.Clientset()); err != nil {
+	if err := cfg.Uninstall(ctx, rbacProxyClients()); err != nil {
 		t.Fatal(err)
 	}
 	after, err := deployments.Get(ctx, cfg.Target.Name, metav1.GetOptions{})

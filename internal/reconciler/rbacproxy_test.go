@@ -14,7 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/rbacproxy"
 )
 
@@ -24,6 +26,11 @@ const (
 	rbacProxyInSync      = `kmshealth_reconciles_total{controller="rbacproxy",result="in_sync"}`
 	rbacProxyInvalid     = `kmshealth_reconcile_errors_total{controller="rbacproxy",reason="invalid_record"}`
 )
+
+// rbacProxyClients are what rbacproxy's Uninstall talks to env with.
+func rbacProxyClients() install.Clients {
+	return install.Clients{Core: env.Clientset(), Dynamic: dynamic.NewForConfigOrDie(env.RESTConfig())}
+}
 
 func rbacProxyEvents(resource string) string {
 	return `kmshealth_watch_events_total{controller="rbacproxy",resource="` + resource + `"}`
@@ -379,7 +386,7 @@ func TestReconcileRBACProxyFieldManager(t *testing.T) {
 	}
 	p.Stop()
 	ctx := context.Background()
-	if err := cfg.Uninstall(ctx, env.Clientset()); err != nil {
+	if err := cfg.Uninstall(ctx, rbacProxyClients()); err != nil {
 		t.Fatal(err)
 	}
 	after, err := env.Clientset().AppsV1().Deployments("default").Get(ctx, cfg.Target.Name, metav1.GetOptions{})
