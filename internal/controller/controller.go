@@ -6,9 +6,11 @@
 // difference; one reconcile loop does fetch → desired → compare → apply
 // only on difference → Event + metrics, for every pattern alike.
 //
-// Watches are never of a whole kind of someone else's objects: a key
-// depends on named objects (one field-selected watch each) or on kinds
-// small enough to follow whole (Nodes). They run for the life of the
+// Watches are never of a whole kind of someone else's secrets: a key
+// depends on named objects (one field-selected watch each; for the few,
+// non-secret kinds marked ClusterWide — APIServices, webhook
+// configurations — one watch of the whole kind, shared by every named
+// object of it) or on kinds small enough to follow whole (Nodes). They run for the life of the
 // process, on every replica, so a replica that starts leading — again, or
 // for the first time — starts warm.
 package controller

@@ -36,13 +36,20 @@ const (
 // is gone. One goroutine runs it, beside the client's own for the stream:
 // no reflector, DeltaFIFO, indexer or informer controller, which cost
 // about six goroutines and a hundred KiB of heap per watched object.
+//
+// A named Ref of a ClusterWide kind has no request of its own: its stream
+// is a view of the kind's one cluster-wide stream (parent), which holds
+// the objects and hands each event to the view of the object it is about.
 type stream struct {
 	ref    Ref
-	lw     *kube.RecordedListWatch
+	lw     *kube.RecordedListWatch // nil for a view
 	cancel context.CancelFunc
 	users  map[string]struct{} // guarded by watches.mu
 	root   bool
 	synced atomic.Bool // listed at least once
+
+	parent *stream            // a view's cluster-wide stream
+	views  map[string]*stream // a cluster-wide stream's views, by object key; guarded by watches.mu
 
 	mu   sync.RWMutex
 	objs map[string]any // by namespace/name, as transformed
@@ -50,6 +57,9 @@ type stream struct {
 
 // first returns one object the stream holds: the named one.
 func (s *stream) first() (any, bool) {
+	if s.parent != nil {
+		return s.parent.object(objectKey(s.ref))
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for _, o := range s.objs {
@@ -58,8 +68,47 @@ func (s *stream) first() (any, bool) {
 	return nil, false
 }
 
+// object returns the object of key, if the stream holds it.
+func (s *stream) object(key string) (any, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	o, ok := s.objs[key]
+	return o, ok
+}
+
+// isSynced reports whether the stream (a view: its parent) has listed.
+func (s *stream) isSynced() bool {
+	if s.parent != nil {
+		return s.parent.synced.Load()
+	}
+	return s.synced.Load()
+}
+
+// listErr is the error of the stream's (a view: its parent's) last failed
+// list.
+func (s *stream) listErr() error {
+	if s.parent != nil {
+		return s.parent.listErr()
+	}
+	return s.lw.ListErr()
+}
+
+// objectKey is the cache key of the object r names.
+func objectKey(r Ref) string {
+	if r.Namespace == "" {
+		return r.Name
+	}
+	return r.Namespace + "/" + r.Name
+}
+
 // list returns every object the stream holds.
 func (s *stream) list() []any {
+	if s.parent != nil {
+		if o, ok := s.first(); ok {
+			return []any{o}
+		}
+		return nil
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := make([]any, 0, len(s.objs))
@@ -70,9 +119,10 @@ func (s *stream) list() []any {
 }
 
 // run lists and watches until ctx ends, calling notify after the first
-// list (an object that does not exist sends no event), after each relevant
-// change, and after a relist that found one.
-func (s *stream) run(ctx context.Context, notify func()) {
+// list (an object that does not exist sends no event) with no keys (every
+// object), after each relevant change with the object's key, and after a
+// relist that found changes with the keys of the objects that changed.
+func (s *stream) run(ctx context.Context, notify func(keys []string)) {
 	var delay time.Duration
 	consistent := false // the first list may come from the server's watch cache, as a reflector's does
 	for {
@@ -114,7 +164,7 @@ func (s *stream) run(ctx context.Context, notify func()) {
 
 // relist replaces what the stream holds with a list and returns the list's
 // resourceVersion; it notifies on the first list and on any difference.
-func (s *stream) relist(ctx context.Context, consistent bool, notify func()) (string, error) {
+func (s *stream) relist(ctx context.Context, consistent bool, notify func(keys []string)) (string, error) {
 	opts := metav1.ListOptions{ResourceVersion: "0"}
 	if consistent {
 		opts.ResourceVersion = ""
@@ -143,32 +193,35 @@ func (s *stream) relist(ctx context.Context, consistent bool, notify func()) (st
 	old := s.objs
 	s.objs = objs
 	s.mu.Unlock()
-	if first := !s.synced.Swap(true); first || s.differ(old, objs) {
-		notify()
+	if first := !s.synced.Swap(true); first {
+		notify(nil)
+	} else if keys := s.differ(old, objs); len(keys) > 0 {
+		notify(keys)
 	}
 	return lm.GetResourceVersion(), nil
 }
 
-// differ reports whether a relist changed anything that matters.
-func (s *stream) differ(old, cur map[string]any) bool {
-	if len(old) != len(cur) {
-		return true
-	}
+// differ returns the keys of the objects a relist changed in a way that
+// matters: added, removed, or relevantly updated.
+func (s *stream) differ(old, cur map[string]any) []string {
+	var keys []string
 	for key, n := range cur {
 		o, ok := old[key]
-		if !ok {
-			return true
-		}
-		if resourceVersion(o) != resourceVersion(n) && (s.ref.Kind.Relevant == nil || s.ref.Kind.Relevant(o, n)) {
-			return true
+		if !ok || resourceVersion(o) != resourceVersion(n) && (s.ref.Kind.Relevant == nil || s.ref.Kind.Relevant(o, n)) {
+			keys = append(keys, key)
 		}
 	}
-	return false
+	for key := range old {
+		if _, ok := cur[key]; !ok {
+			keys = append(keys, key)
+		}
+	}
+	return keys
 }
 
 // watch follows the stream from rv until the server ends it (nil error,
 // with the last resourceVersion seen, bookmarks included) or it fails.
-func (s *stream) watch(ctx context.Context, rv string, notify func()) (string, error) {
+func (s *stream) watch(ctx context.Context, rv string, notify func(keys []string)) (string, error) {
 	timeout := int64(minWatchTimeout.Seconds() * (1 + rand.Float64()))
 	w, err := s.lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true, TimeoutSeconds: &timeout})
 	if err != nil {
@@ -217,7 +270,7 @@ func (s *stream) watch(ctx context.Context, rv string, notify func()) (string, e
 		if ev.Type == watch.Modified && had && s.ref.Kind.Relevant != nil && !s.ref.Kind.Relevant(old, o) {
 			continue
 		}
-		notify()
+		notify([]string{key})
 	}
 }
 

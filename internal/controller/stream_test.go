@@ -62,7 +62,7 @@ func TestStreamResumesAndRelists(t *testing.T) {
 	notified := make(chan struct{}, 10)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go st.run(ctx, func() { notified <- struct{}{} })
+	go st.run(ctx, func([]string) { notified <- struct{}{} })
 
 	next := func(what string) watchOpened {
 		t.Helper()

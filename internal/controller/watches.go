@@ -30,12 +30,25 @@ type Kind struct {
 	// ManagedFields keeps metadata.managedFields in the cache, for kinds
 	// whose field ownership a pattern checks; other kinds drop them.
 	ManagedFields bool
+	// Trim, when set, shrinks each object before the cache keeps it, to
+	// what the pattern reads (after managedFields are kept or dropped). It
+	// may modify the object: it is the decoder's own.
+	Trim func(obj any) any
 	// Reshapes says that an object of this kind can change what keys
 	// depend on, as a root does: Deps runs again after each of its events.
 	// It makes dependencies two levels deep — the record (a root) names a
 	// ConfigMap, and that ConfigMap names the workloads to keep — without
 	// watching every ConfigMap as a root.
 	Reshapes bool
+	// ClusterWide follows the named objects of the kind with one watch of
+	// every object of the kind (in the Ref's namespace), shared by every
+	// Ref of the controller that names one, instead of one field-selected
+	// watch each; an event reaches the users of the object it is about
+	// only. It is for kinds that are few and not secret (APIServices,
+	// webhook configurations): the cache holds every object of the kind,
+	// as Trim leaves it, and RBAC must allow list and watch of the whole
+	// kind.
+	ClusterWide bool
 }
 
 // TypedKind follows resource through a typed REST client (a clientset's
@@ -113,7 +126,8 @@ type Cache interface {
 // mutex guards the maps only: nothing that can wait is called while it is
 // held. It starts one stream per Ref in use — a field-selected one
 // (metadata.name) for a named object, so it carries that object alone and
-// RBAC can be limited to it by resourceNames — and stops it when no key
+// RBAC can be limited to it by resourceNames; for a ClusterWide kind, a
+// view of the kind's one cluster-wide stream — and stops it when no key
 // depends on it any longer. The watches survive a lost lease: a replica
 // that leads again starts warm.
 type watches struct {
@@ -166,11 +180,18 @@ func (w *watches) attach(enqueue func(string)) (detach func()) {
 	}
 }
 
-// count is the number of running watches.
+// count is the number of running watches: requests, not the views of a
+// cluster-wide one.
 func (w *watches) count() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.running)
+	n := 0
+	for _, st := range w.running {
+		if st.parent == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // Get implements Cache.
@@ -202,7 +223,7 @@ func (w *watches) Synced(refs ...Ref) bool {
 	defer w.mu.Unlock()
 	if len(refs) == 0 {
 		for _, st := range w.running {
-			if !st.synced.Load() {
+			if !st.isSynced() {
 				return false
 			}
 		}
@@ -210,7 +231,7 @@ func (w *watches) Synced(refs ...Ref) bool {
 	}
 	for _, r := range refs {
 		st := w.running[r]
-		if st == nil || !st.synced.Load() {
+		if st == nil || !st.isSynced() {
 			return false
 		}
 	}
@@ -272,27 +293,50 @@ func (w *watches) releaseLocked(key string, old, keep []Ref) {
 			continue
 		}
 		delete(st.users, key)
-		if len(st.users) == 0 && !st.root {
-			st.cancel()
-			delete(w.running, r)
-			klog.V(4).InfoS("stopped watch", "controller", w.name, "ref", r.String())
-		}
+		w.stopIfUnusedLocked(st)
 	}
 }
 
+// stopIfUnusedLocked stops st when no key, root or view uses it any
+// longer; a view's parent then loses a view, and may stop in turn.
+func (w *watches) stopIfUnusedLocked(st *stream) {
+	if len(st.users) > 0 || st.root || len(st.views) > 0 {
+		return
+	}
+	delete(w.running, st.ref)
+	if p := st.parent; p != nil {
+		delete(p.views, objectKey(st.ref))
+		w.stopIfUnusedLocked(p)
+		return
+	}
+	st.cancel()
+	klog.V(4).InfoS("stopped watch", "controller", w.name, "ref", st.ref.String())
+}
+
 func (w *watches) startLocked(r Ref, root bool) *stream {
+	if r.Name != "" && r.Kind.ClusterWide {
+		all := All(r.Kind, r.Namespace)
+		parent := w.running[all]
+		if parent == nil {
+			parent = w.startLocked(all, false)
+		}
+		view := &stream{ref: r, users: map[string]struct{}{}, root: root, parent: parent}
+		parent.views[objectKey(r)] = view
+		w.running[r] = view
+		return view
+	}
 	tweak := func(o *metav1.ListOptions) {}
 	if r.Name != "" {
 		tweak = kube.ByName(r.Name)
 	}
-	st := &stream{ref: r, users: map[string]struct{}{}, root: root}
+	st := &stream{ref: r, users: map[string]struct{}{}, root: root, views: map[string]*stream{}}
 	st.lw = kube.NewRecordedListWatch(r.Kind.newLW(r.Namespace, tweak))
 	// A list that fails is reported to the users: a key whose input
 	// cannot be read is reported, not silently left unsynced.
-	st.lw.OnListError = func(error) { w.notify(r, st) }
+	st.lw.OnListError = func(error) { w.notify(r, st, nil) }
 	ctx, cancel := context.WithCancel(w.ctx)
 	st.cancel = cancel
-	go st.run(ctx, func() { w.notify(r, st) })
+	go st.run(ctx, func(keys []string) { w.notify(r, st, keys) })
 	w.running[r] = st
 	klog.V(4).InfoS("started watch", "controller", w.name, "ref", r.String())
 	return st
@@ -306,15 +350,16 @@ func (w *watches) Err(r Ref) error {
 	if st == nil {
 		return nil
 	}
-	return st.lw.ListErr()
+	return st.listErr()
 }
 
-// notify handles an event of the watch of r: a root, or an object of a
-// kind that Reshapes, may change what keys depend on; every user of r is
-// enqueued.
-func (w *watches) notify(r Ref, st *stream) {
+// notify handles an event of the watch of r about the objects of keys (nil:
+// every object): a root, or an object of a kind that Reshapes, may change
+// what keys depend on; every user of r is enqueued, and every user of the
+// views of those objects.
+func (w *watches) notify(r Ref, st *stream, keys []string) {
 	watchEvents.WithLabelValues(w.name, r.Kind.Resource).Inc()
-	if st.root || r.Kind.Reshapes {
+	if st.root || r.Kind.Reshapes || w.rootView(st, keys) {
 		w.refresh()
 	}
 	w.mu.Lock()
@@ -325,15 +370,49 @@ func (w *watches) notify(r Ref, st *stream) {
 	for key := range st.users {
 		w.sink(key)
 	}
+	if keys == nil {
+		for _, v := range st.views {
+			for key := range v.users {
+				w.sink(key)
+			}
+		}
+		return
+	}
+	for _, k := range keys {
+		if v := st.views[k]; v != nil {
+			for key := range v.users {
+				w.sink(key)
+			}
+		}
+	}
+}
+
+// rootView reports whether a root is among the views of st that keys
+// (nil: every object) name.
+func (w *watches) rootView(st *stream, keys []string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for k, v := range st.views {
+		if v.root && (keys == nil || slices.Contains(keys, k)) {
+			return true
+		}
+	}
+	return false
 }
 
 // transform keeps the cache to what the pattern compares: managedFields
 // only for kinds whose ownership a pattern checks.
 func (k *Kind) transform(obj any) (any, error) {
-	if k.ManagedFields {
-		return obj, nil
+	if !k.ManagedFields {
+		var err error
+		if obj, err = dropManagedFields(obj); err != nil {
+			return nil, err
+		}
 	}
-	return dropManagedFields(obj)
+	if k.Trim != nil {
+		obj = k.Trim(obj)
+	}
+	return obj, nil
 }
 
 // dropManagedFields drops what no comparison needs.

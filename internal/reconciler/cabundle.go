@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	apiregclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset/typed/apiregistration/v1"
@@ -40,7 +41,8 @@ var caBundlePatternReg = Pattern{
 
 // caBundlePattern keeps every APIService the reconciler's record names
 // equal to its source. The record (a ConfigMap of the installation) is
-// the root; each APIService and each source is one field-selected watch.
+// the root; the APIServices are one watch of every APIService (a
+// ClusterWide kind), each source one field-selected watch.
 type caBundlePattern struct {
 	record       controller.Ref
 	apiservices  *controller.Kind
@@ -54,6 +56,8 @@ func newCABundlePattern(c *Clients, o Options) *caBundlePattern {
 	configmaps := controller.TypedKind(c.Core.CoreV1().RESTClient(), "configmaps", &corev1.ConfigMap{})
 	apiservices := controller.TypedKind(c.Aggregator.ApiregistrationV1().RESTClient(), "apiservices", &apiregv1.APIService{})
 	apiservices.ManagedFields = true // ownership of spec.caBundle is part of "in sync"
+	apiservices.ClusterWide = true   // few and not secret: one watch for every kept APIService
+	apiservices.Trim = trimAPIService(o.FieldManager)
 	return &caBundlePattern{
 		record:       controller.Named(configmaps, o.Namespace, o.RecordConfigMap),
 		apiservices:  apiservices,
@@ -201,4 +205,49 @@ func (p *caBundlePattern) Subject(obs caBundleObs) runtime.Object {
 		return nil
 	}
 	return obs.svc
+}
+
+// trimAPIService keeps of an APIService what the pattern reads: its name,
+// UID and resourceVersion, the source annotation, manager's own apply
+// entries of managedFields (whose ownership InSync checks) and its spec;
+// no status, labels, other annotations or other managers' entries. Every
+// APIService of the cluster is cached, kept or not.
+func trimAPIService(manager string) func(any) any {
+	return func(obj any) any {
+		svc, ok := obj.(*apiregv1.APIService)
+		if !ok {
+			return obj
+		}
+		trimMeta(&svc.ObjectMeta, manager)
+		svc.Status = apiregv1.APIServiceStatus{}
+		return svc
+	}
+}
+
+// trimMeta keeps of m what the caBundle patterns read: identity, the
+// source annotation and manager's apply entries of managedFields.
+func trimMeta(m *metav1.ObjectMeta, manager string) {
+	*m = metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion, Generation: m.Generation,
+		Annotations:   keepAnnotation(m.Annotations, cabundle.SourceAnnotation),
+		ManagedFields: keepApplier(m.ManagedFields, manager),
+	}
+}
+
+func keepAnnotation(in map[string]string, key string) map[string]string {
+	v, ok := in[key]
+	if !ok {
+		return nil
+	}
+	return map[string]string{key: v}
+}
+
+func keepApplier(in []metav1.ManagedFieldsEntry, manager string) []metav1.ManagedFieldsEntry {
+	var out []metav1.ManagedFieldsEntry
+	for _, e := range in {
+		if e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationApply {
+			out = append(out, e)
+		}
+	}
+	return out
 }

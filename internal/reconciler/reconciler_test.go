@@ -9,6 +9,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
@@ -309,4 +310,65 @@ func TestReconcileMetricsNeedToken(t *testing.T) {
 	t.Parallel()
 	p := startReconciler(t, "--leader-elect=false")
 	testenv.MetricsAccess(t, env.Clientset(), p.MetricsURL, "reconciler-metrics", "workqueue_depth")
+}
+
+// TestReconcileKeepsAPIServiceCreatedLater: the APIServices are one watch
+// of every APIService. One the record names before it exists is kept from
+// its creation on; events of an APIService nobody keeps reach the watch
+// and reconcile nothing, write nothing.
+func TestReconcileKeepsAPIServiceCreatedLater(t *testing.T) {
+	t.Parallel()
+	name := unique(t)
+	good := newCA(t, "good")
+	ctx := context.Background()
+	src := cabundle.Source{Kind: cabundle.KindConfigMap, Namespace: "default", Name: name + "-ca", Key: "ca.crt"}
+	cms := env.Clientset().CoreV1().ConfigMaps("default")
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: src.Name}, Data: map[string]string{"ca.crt": string(good)}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cms.Delete(context.Background(), src.Name, metav1.DeleteOptions{}) })
+	record(t, apiserviceName(name), src)
+	p := startReconciler(t, "--leader-elect=false", "--workers=1")
+
+	apis := agg(t).ApiregistrationV1().APIServices()
+	create := func(svcName string) {
+		t.Helper()
+		port := int32(443)
+		group := strings.TrimPrefix(svcName, "v1.")
+		if _, err := apis.Create(ctx, &apiregv1.APIService{
+			ObjectMeta: metav1.ObjectMeta{Name: svcName},
+			Spec: apiregv1.APIServiceSpec{Group: group, Version: "v1", GroupPriorityMinimum: 1000, VersionPriority: 15,
+				Service: &apiregv1.ServiceReference{Namespace: "default", Name: name, Port: &port}},
+		}, metav1.CreateOptions{FieldManager: "installer"}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = apis.Delete(context.Background(), svcName, metav1.DeleteOptions{}) })
+	}
+
+	// An APIService nobody keeps: created and changed, seen, not reconciled.
+	const reconciles = `controller_runtime_reconcile_total{controller="cabundle",result="success"}`
+	const apiserviceEvents = `kmshealth_watch_events_total{controller="cabundle",resource="apiservices"}`
+	before := p.metric(t, reconciles)
+	seen := p.metric(t, apiserviceEvents)
+	unkept := apiserviceName(name + "-unkept")
+	create(unkept)
+	if _, err := apis.Patch(ctx, unkept, types.MergePatchType, []byte(`{"spec":{"caBundle":null,"versionPriority":16}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p.waitFor(t, "the unkept APIService's events seen", func(m map[string]float64) bool {
+		return m[apiserviceEvents] >= seen+2 && m[`workqueue_depth{controller="cabundle",name="cabundle"}`] == 0 &&
+			m[`controller_runtime_active_workers{controller="cabundle"}`] == 0
+	})
+	if got := p.metric(t, reconciles); got != before {
+		t.Errorf("%v reconciles after events of an APIService nobody keeps, want none", got-before)
+	}
+
+	// The kept one appears: its caBundle is written, once.
+	create(apiserviceName(name))
+	took := waitForBundle(t, apiserviceName(name), good, restoreLimit)
+	t.Logf("APIService created after the start kept after %s", took)
+	p.waitMetric(t, corrections, 1)
+	if got := p.metric(t, patchSeries); got != 1 {
+		t.Errorf("%v PATCH requests, want exactly 1 (the kept APIService's first bundle)", got)
+	}
 }

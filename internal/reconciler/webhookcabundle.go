@@ -33,7 +33,8 @@ var webhookCABundlePatternReg = Pattern{
 // configuration and CRD conversion webhook the reconciler's record names
 // equal to their source: the caBundle controller's loop over
 // cabundle.Injectable, one key per object (Kind/name). The record is the
-// root; each object and each source is one field-selected watch.
+// root; the webhook configurations are one watch of each kind (ClusterWide
+// kinds), each CRD and each source one field-selected watch.
 type webhookCABundlePattern struct {
 	record       controller.Ref
 	kinds        map[string]*controller.Kind // by cabundle kind
@@ -54,6 +55,11 @@ func newWebhookCABundlePattern(c *Clients, o Options) *webhookCABundlePattern {
 	injectables := map[string]cabundle.Injectable{}
 	for kind, k := range kinds {
 		k.ManagedFields = true // ownership of the caBundles is part of "in sync"
+		k.Trim = trimObjectMeta(o.FieldManager)
+		// Webhook configurations are few and not secret: one watch of each
+		// kind for every kept one. CRDs stay one field-selected watch each:
+		// their schemas make every object large.
+		k.ClusterWide = kind != cabundle.KindCustomResourceDefinition
 		injectables[kind], _ = cabundle.For(kind, cabundle.Clients{Core: c.Core, Aggregator: c.Aggregator, Extensions: c.Extensions})
 	}
 	return &webhookCABundlePattern{
@@ -212,4 +218,22 @@ func (p *webhookCABundlePattern) Subject(obs webhookCABundleObs) runtime.Object 
 		return nil
 	}
 	return obs.live
+}
+
+// trimObjectMeta keeps of an object's metadata what the pattern reads
+// (trimMeta); the rest of the object — the webhooks, the CRD's spec — is
+// what Slots and Bundle read.
+func trimObjectMeta(manager string) func(any) any {
+	return func(obj any) any {
+		switch o := obj.(type) {
+		case *admissionregistrationv1.ValidatingWebhookConfiguration:
+			trimMeta(&o.ObjectMeta, manager)
+		case *admissionregistrationv1.MutatingWebhookConfiguration:
+			trimMeta(&o.ObjectMeta, manager)
+		case *apiextensionsv1.CustomResourceDefinition:
+			trimMeta(&o.ObjectMeta, manager)
+			o.Status = apiextensionsv1.CustomResourceDefinitionStatus{}
+		}
+		return obj
+	}
 }

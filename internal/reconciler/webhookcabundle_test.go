@@ -68,7 +68,8 @@ func waitForSlots(t testing.TB, inj cabundle.Injectable, name string, slots []st
 // replaces its configuration (and a CRD) with a manifest that has no
 // caBundle and no annotation, as `kubectl replace` does; the real
 // reconcile process puts back exactly the caBundles it keeps, from its
-// record, and leaves the webhook it does not keep alone.
+// record, and leaves the webhook it does not keep alone; a configuration
+// deleted and created again is kept again.
 func TestReconcileWebhookRestoresAfterReplace(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -165,7 +166,18 @@ func TestReconcileWebhookRestoresAfterReplace(t *testing.T) {
 	took := waitForSlots(t, injs[cabundle.KindCustomResourceDefinition], crdManifest.Name, []string{""}, good, restoreLimit)
 	t.Logf("replace of the CRD restored after %s", took)
 
-	p.waitMetric(t, `kmshealth_corrections_total{controller="webhook-cabundle"}`, 3)
+	// Deleted and created again (a new UID): the one watch of every
+	// validating webhook configuration hands the creation to its key.
+	if err := vwcs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vwcs.Create(ctx, manifest, metav1.CreateOptions{FieldManager: "installer"}); err != nil {
+		t.Fatal(err)
+	}
+	took = waitForSlots(t, injs[cabundle.KindValidatingWebhookConfiguration], name, []string{"a.reconcile.test"}, good, restoreLimit)
+	t.Logf("re-created webhook configuration restored after %s", took)
+
+	p.waitMetric(t, `kmshealth_corrections_total{controller="webhook-cabundle"}`, 4)
 	live, err := vwcs.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package reconcilerinstall
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -100,6 +101,26 @@ func TestReconcilerAttacks(t *testing.T) {
 		`cannot patch resource "apiservices"`)
 	testenv.Denied(t, "the reconciler's token writes the caBundle of the local APIService v1.", bundle("v1."),
 		`cannot patch resource "apiservices"`)
+	// It lists and watches every APIService (one watch of the kind, the
+	// price of a cheap kept APIService) but may read no other by name, and
+	// write none: the API server denies every write of one it does not
+	// keep, whatever the verb.
+	if l, err := asAgg.APIServices().List(ctx, metav1.ListOptions{}); err != nil || !slices.ContainsFunc(l.Items, func(s apiregv1.APIService) bool { return s.Name == unmanaged.Name }) {
+		t.Errorf("the reconciler's token cannot list every APIService (its one watch of the kind): %v", err)
+	}
+	_, err = asAgg.APIServices().Get(ctx, unmanaged.Name, metav1.GetOptions{})
+	testenv.Denied(t, "the reconciler's token reads an APIService it does not keep by name", err, `cannot get resource "apiservices"`)
+	testenv.Denied(t, "the reconciler's token points an APIService it does not keep at another Service", redirect(unmanaged.Name),
+		`cannot patch resource "apiservices"`)
+	replaced, err := agg.ApiregistrationV1().APIServices().Get(ctx, unmanaged.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replaced.Spec.Service.Name = "evil"
+	_, err = asAgg.APIServices().Update(ctx, replaced, metav1.UpdateOptions{})
+	testenv.Denied(t, "the reconciler's token replaces an APIService it does not keep", err, `cannot update resource "apiservices"`)
+	testenv.Denied(t, "the reconciler's token deletes an APIService it does not keep", asAgg.APIServices().Delete(ctx, unmanaged.Name, metav1.DeleteOptions{}),
+		`cannot delete resource "apiservices"`)
 	_, err = asCore.CoreV1().Secrets("rec-attack-src").Get(ctx, "other", metav1.GetOptions{})
 	testenv.Denied(t, "the reconciler's token reads a Secret it was not given", err, `cannot get resource "secrets"`)
 	_, err = asCore.EventsV1().Events("kube-system").Create(ctx, &eventsv1.Event{

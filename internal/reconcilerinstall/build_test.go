@@ -196,8 +196,11 @@ func TestBuildRBAC(t *testing.T) {
 		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, ResourceNames: []string{"kmshealths.kmshealth.io"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"kmshealth.io"}, Resources: []string{"kmshealths"}, ResourceNames: []string{"cluster"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"kmshealth.io"}, Resources: []string{"kmshealths/status"}, ResourceNames: []string{"cluster"}, Verbs: []string{"patch"}},
+		// One watch of every APIService (few, not secret); get and patch
+		// of the kept ones only.
+		{APIGroups: []string{"apiregistration.k8s.io"}, Resources: []string{"apiservices"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{"apiregistration.k8s.io"}, Resources: []string{"apiservices"},
-			ResourceNames: []string{"v1.apps.example.com", "v1.x", "v1beta1.metrics.k8s.io", "v2beta1.metrics.k8s.io"}, Verbs: []string{"get", "list", "watch", "patch"}},
+			ResourceNames: []string{"v1.apps.example.com", "v1.x", "v1beta1.metrics.k8s.io", "v2beta1.metrics.k8s.io"}, Verbs: []string{"get", "patch"}},
 	}
 	if !install.SameJSON(cr.Rules, want) {
 		t.Errorf("ClusterRole rules %+v", cr.Rules)

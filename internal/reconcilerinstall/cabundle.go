@@ -26,7 +26,8 @@ const (
 
 // caBundlePattern is pattern 1 for APIServices (Config.CABundles,
 // kmshealth_reconciler.ca_bundles): the record names each APIService and
-// its source (the controller's input), the ClusterRole the APIServices,
+// its source (the controller's input), the ClusterRole list and watch of
+// every APIService and get and patch of the kept ones (CachedKindRules),
 // the sources Role — shared with webhookCABundlePattern — the Secrets and
 // ConfigMaps of both, and the policy only spec.caBundle and the source
 // annotation. --field-manager is the manager both caBundle controllers
@@ -39,8 +40,7 @@ var caBundlePattern = Pattern{
 		if len(names) == 0 {
 			return nil
 		}
-		return []*rbacv1ac.PolicyRuleApplyConfiguration{rbacv1ac.PolicyRule().WithAPIGroups(apiregv1.GroupName).WithResources("apiservices").
-			WithResourceNames(names...).WithVerbs("get", "list", "watch", "patch")}
+		return CachedKindRules(apiregv1.GroupName, "apiservices", names)
 	},
 	Role: &PatternRole{
 		Component:  ComponentSources,
@@ -64,6 +64,18 @@ var caBundlePattern = Pattern{
 	Args:     func(c Config) []string { return []string{"--field-manager=" + c.fieldManager()} },
 	ReadArgs: func(c *Config, o reconciler.Options) { c.FieldManager = o.FieldManager },
 	Policies: func(c Config) []install.Policy { return []install.Policy{APIServicePolicy(c)} },
+}
+
+// CachedKindRules are the rules of a kind the reconciler follows with one
+// cluster-wide watch (controller.Kind.ClusterWide: APIServices, webhook
+// configurations): list and watch of every object of the kind, which are
+// few and not secret, and get and patch of the named ones only. The
+// admission policy pins what a patch may change in those.
+func CachedKindRules(group, resource string, names []string) []*rbacv1ac.PolicyRuleApplyConfiguration {
+	return []*rbacv1ac.PolicyRuleApplyConfiguration{
+		rbacv1ac.PolicyRule().WithAPIGroups(group).WithResources(resource).WithVerbs("list", "watch"),
+		rbacv1ac.PolicyRule().WithAPIGroups(group).WithResources(resource).WithResourceNames(names...).WithVerbs("get", "patch"),
+	}
 }
 
 // validateCABundles checks each kept APIService name and its source.

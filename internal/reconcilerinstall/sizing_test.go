@@ -11,34 +11,43 @@ import (
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/tlsprofile"
 )
 
-// TestMemoryLimitForMonotone: more watches never size a smaller limit, a
-// sized limit always holds twice the need, and the default limit is the
-// one sized for the documented maximum.
+// TestMemoryLimitForMonotone: more watches or cached objects never size a
+// smaller limit, a sized limit always holds twice the need, and the
+// default limit is the one sized for the documented maximum.
 func TestMemoryLimitForMonotone(t *testing.T) {
-	prev := int64(0)
-	for n := 0; n <= 2*MaxDocumentedWatches; n++ {
-		q := resource.MustParse(MemoryLimitFor(n))
-		if q.Value() < prev {
-			t.Fatalf("MemoryLimitFor(%d) = %s, below MemoryLimitFor(%d)", n, q.String(), n-1)
-		}
-		if q.Value() < 2*MemoryNeed(n) {
-			t.Fatalf("MemoryLimitFor(%d) = %s: under 2× the need %d", n, q.String(), MemoryNeed(n))
-		}
-		prev = q.Value()
-	}
-	// The sizing table of the reconciler's page (templates/resources).
-	for n, want := range map[int]string{2: "192Mi", 400: "192Mi", 2000: "448Mi"} {
-		if got := MemoryLimitFor(n); got != want {
-			t.Errorf("MemoryLimitFor(%d) = %s, the docs say %s", n, got, want)
+	for _, perKept := range []struct{ watches, cached int }{{1, 0}, {0, 1}, {1, 1}} {
+		prev := int64(0)
+		for n := 0; n <= 2*MaxDocumentedKept; n++ {
+			w, c := n*perKept.watches, n*perKept.cached
+			q := resource.MustParse(MemoryLimitFor(w, c))
+			if q.Value() < prev {
+				t.Fatalf("MemoryLimitFor(%d, %d) = %s, below the limit for one object less", w, c, q.String())
+			}
+			if q.Value() < 2*MemoryNeed(w, c) {
+				t.Fatalf("MemoryLimitFor(%d, %d) = %s: under 2× the need %d", w, c, q.String(), MemoryNeed(w, c))
+			}
+			prev = q.Value()
 		}
 	}
-	if got := MemoryLimitFor(MaxDocumentedWatches); got != DefaultMemoryLimit {
-		t.Errorf("MemoryLimitFor(%d) = %s; the default memory_limit is %s", MaxDocumentedWatches, got, DefaultMemoryLimit)
+	// The sizing table of the reconciler's page (templates/resources):
+	// kept APIServices, each one named watch (its source) and one cached
+	// object.
+	for kept, want := range map[int]string{1: "192Mi", 200: "192Mi", 1000: "320Mi"} {
+		if got := MemoryLimitFor(kept, kept); got != want {
+			t.Errorf("MemoryLimitFor(%d, %d) = %s, the docs say %s", kept, kept, got, want)
+		}
+	}
+	if got := MemoryLimitFor(MaxDocumentedKept, MaxDocumentedKept); got != DefaultMemoryLimit {
+		t.Errorf("MemoryLimitFor at the documented maximum = %s; the default memory_limit is %s", got, DefaultMemoryLimit)
 	}
 	// The documented maximum is what bench reconcile measured: 1,000 kept
-	// APIServices, each with its own source, RSS up to 204 MiB.
-	if need := MemoryNeed(MaxDocumentedWatches); need < 204<<20 {
-		t.Errorf("MemoryNeed(%d) = %d: below the 204 MiB measured", MaxDocumentedWatches, need)
+	// APIServices, each with its own source, RSS 120.1 MiB; one kept,
+	// 67.7 MiB.
+	if need := MemoryNeed(MaxDocumentedKept, MaxDocumentedKept); need < 121<<20 {
+		t.Errorf("MemoryNeed at the documented maximum = %d: below the 120.1 MiB measured", need)
+	}
+	if need := MemoryNeed(1, 1); need < 68<<20 {
+		t.Errorf("MemoryNeed(1, 1) = %d: below the 67.7 MiB measured", need)
 	}
 }
 
@@ -53,25 +62,30 @@ func TestCheckMemoryLimit(t *testing.T) {
 		return m
 	}
 	for _, tc := range []struct {
-		name    string
-		limit   string
-		kept    int
-		tls     []TLSProfile
-		want    string
-		watches int
+		name            string
+		limit           string
+		kept            int
+		tls             []TLSProfile
+		webhooks        []cabundle.Kept
+		want            string
+		watches, cached int
 	}{
-		{name: "default at the documented maximum", limit: DefaultMemoryLimit, kept: MaxDocumentedWatches / 2, watches: MaxDocumentedWatches},
-		{name: "no limit", limit: "", kept: 3000, watches: 6000},
-		{name: "old default at 1000", limit: "128Mi", kept: 1000, watches: 2000, want: "memory_limit 128Mi is below the 221Mi the reconciler needs for the 2000 objects it watches"},
-		{name: "old default at 300", limit: "128Mi", kept: 300, watches: 600},
-		{name: "fix named", limit: "64Mi", kept: 1, watches: 2, want: "set memory_limit to at least 192Mi"},
-		{name: "TLS targets count", limit: "64Mi", tls: []TLSProfile{{Namespace: "a", Name: "p", Targets: []tlsprofile.Target{{Kind: "Deployment", Namespace: "a", Name: "w"}}}}, watches: 2, want: "for the 2 objects"},
+		{name: "default at the documented maximum", limit: DefaultMemoryLimit, kept: MaxDocumentedKept, watches: MaxDocumentedKept, cached: MaxDocumentedKept},
+		{name: "no limit", limit: "", kept: 3000, watches: 3000, cached: 3000},
+		{name: "old default at 1000", limit: "128Mi", kept: 1000, watches: 1000, cached: 1000, want: "memory_limit 128Mi is below the 158Mi the reconciler needs for the 1000 named watches and 1000 kept APIServices"},
+		{name: "old default at 300", limit: "128Mi", kept: 300, watches: 300, cached: 300},
+		{name: "fix named", limit: "64Mi", kept: 1, watches: 1, cached: 1, want: "set memory_limit to at least 192Mi"},
+		{name: "TLS targets count", limit: "64Mi", tls: []TLSProfile{{Namespace: "a", Name: "p", Targets: []tlsprofile.Target{{Kind: "Deployment", Namespace: "a", Name: "w"}}}}, watches: 2, want: "for the 2 named watches and 0 kept"},
+		{name: "a webhook configuration is cached, a CRD watched", limit: "64Mi", webhooks: []cabundle.Kept{
+			{Target: cabundle.Target{Kind: cabundle.KindValidatingWebhookConfiguration, Name: "v"}, Source: cabundle.Source{Kind: cabundle.KindSecret, Namespace: "a", Name: "ca", Key: "ca.crt"}},
+			{Target: cabundle.Target{Kind: cabundle.KindCustomResourceDefinition, Name: "c"}, Source: cabundle.Source{Kind: cabundle.KindSecret, Namespace: "a", Name: "ca", Key: "ca.crt"}},
+		}, watches: 3, cached: 1, want: "for the 3 named watches and 1 kept"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := Config{CABundles: kept(tc.kept), TLSProfiles: tc.tls}
+			c := Config{CABundles: kept(tc.kept), TLSProfiles: tc.tls, WebhookCABundles: tc.webhooks}
 			c.MemoryLimit = tc.limit
-			if got := c.Watches(); got != tc.watches {
-				t.Errorf("Watches() = %d, want %d", got, tc.watches)
+			if got, cached := c.Watches(), c.Cached(); got != tc.watches || cached != tc.cached {
+				t.Errorf("Watches(), Cached() = %d, %d; want %d, %d", got, cached, tc.watches, tc.cached)
 			}
 			err := c.CheckMemoryLimit()
 			switch {

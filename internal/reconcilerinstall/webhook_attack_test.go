@@ -3,6 +3,7 @@ package reconcilerinstall
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -131,9 +132,29 @@ func TestReconcilerWebhookAttacks(t *testing.T) {
 		ensure(cabundle.KindValidatingWebhookConfiguration, unkept), `cannot patch resource "validatingwebhookconfigurations"`)
 	testenv.Denied(t, "the reconciler's token writes the conversion caBundle of a CRD it does not keep",
 		ensure(cabundle.KindCustomResourceDefinition, unkeptCRD), `cannot patch resource "customresourcedefinitions"`)
+	// It lists and watches every webhook configuration (one watch of the
+	// kind, the price of a cheap kept object) but may read no other by
+	// name, and write none: the API server denies every write of one it
+	// does not keep, whatever the verb.
+	if l, err := vwcs.List(ctx, metav1.ListOptions{}); err != nil || !slices.ContainsFunc(l.Items, func(o admissionregistrationv1.ValidatingWebhookConfiguration) bool { return o.Name == unkept }) {
+		t.Errorf("the reconciler's token cannot list every webhook configuration (its one watch of the kind): %v", err)
+	}
+	_, err := vwcs.Get(ctx, unkept, metav1.GetOptions{})
+	testenv.Denied(t, "the reconciler's token reads a configuration it does not keep by name", err, `cannot get resource "validatingwebhookconfigurations"`)
+	testenv.Denied(t, "the reconciler's token redirects a configuration it does not keep", jsonPatch(unkept, redirect, metav1.PatchOptions{}),
+		`cannot patch resource "validatingwebhookconfigurations"`)
+	admin, err := core.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, unkept, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin.Webhooks[0].ClientConfig.Service.Name = "evil"
+	_, err = vwcs.Update(ctx, admin, metav1.UpdateOptions{})
+	testenv.Denied(t, "the reconciler's token replaces a configuration it does not keep", err, `cannot update resource "validatingwebhookconfigurations"`)
+	testenv.Denied(t, "the reconciler's token deletes a configuration it does not keep", vwcs.Delete(ctx, unkept, metav1.DeleteOptions{}),
+		`cannot delete resource "validatingwebhookconfigurations"`)
 	testenv.Denied(t, "the reconciler's token deletes a kept configuration", vwcs.Delete(ctx, kept, metav1.DeleteOptions{}),
 		`cannot delete resource "validatingwebhookconfigurations"`)
-	_, err := vwcs.Create(ctx, attackVWC("created-by-reconciler"), metav1.CreateOptions{})
+	_, err = vwcs.Create(ctx, attackVWC("created-by-reconciler"), metav1.CreateOptions{})
 	testenv.Denied(t, "the reconciler's token creates a webhook configuration", err, `cannot create resource "validatingwebhookconfigurations"`)
 	testenv.Denied(t, "the reconciler's token writes a kept CRD's status", crdPatch(keptCRD, `{"status":{"storedVersions":["v1","v2"]}}`, "status"),
 		`cannot patch resource "customresourcedefinitions/status"`)
@@ -285,17 +306,21 @@ func TestWebhookCABundlesReadBack(t *testing.T) {
 	if got := observe(t, c).Config().WebhookCABundles; !reflect.DeepEqual(got, c.WebhookCABundles) {
 		t.Errorf("read back %+v, want %+v", got, c.WebhookCABundles)
 	}
+	// Webhook configurations: list and watch of every one (one watch of
+	// the kind), get and patch of the kept ones; CRDs: every verb by name.
 	role := BuildClusterRole(c)
-	var names []string
+	var got []string
 	for _, r := range role.Rules {
 		if slices.Contains(r.Resources, "validatingwebhookconfigurations") || slices.Contains(r.Resources, "customresourcedefinitions") && slices.Contains(r.ResourceNames, "things.example.com") {
-			names = append(names, r.ResourceNames...)
-			if !slices.Equal(r.Verbs, []string{"get", "list", "watch", "patch"}) {
-				t.Errorf("rule %v: verbs %v, want get/list/watch/patch", r.Resources, r.Verbs)
-			}
+			got = append(got, fmt.Sprintf("%s %v %v", r.Resources[0], r.Verbs, r.ResourceNames))
 		}
 	}
-	if slices.Sort(names); !slices.Equal(names, []string{"hooks", "things.example.com"}) {
-		t.Errorf("ClusterRole grants webhook kinds on %v, want exactly the kept objects", names)
+	want := []string{
+		"validatingwebhookconfigurations [list watch] []",
+		"validatingwebhookconfigurations [get patch] [hooks]",
+		"customresourcedefinitions [get list watch patch] [things.example.com]",
+	}
+	if slices.Sort(got); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+		t.Errorf("ClusterRole rules of the webhook kinds %q, want %q", got, want)
 	}
 }

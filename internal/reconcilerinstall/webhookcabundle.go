@@ -20,7 +20,8 @@ import (
 // webhook configurations and CRD conversion webhooks
 // (Config.WebhookCABundles, kmshealth_reconciler.webhook_ca_bundles): the
 // record names each object, the webhooks it owns and its source (the
-// controller's input), the ClusterRole the objects per kind, the sources
+// controller's input), the ClusterRole the objects per kind (list and
+// watch of every webhook configuration, CachedKindRules; CRDs by name), the sources
 // Role of caBundlePattern their sources, and two policies only the
 // caBundle fields and the source annotation.
 var webhookCABundlePattern = Pattern{
@@ -29,9 +30,15 @@ var webhookCABundlePattern = Pattern{
 	ClusterRules: func(c Config) []*rbacv1ac.PolicyRuleApplyConfiguration {
 		var rules []*rbacv1ac.PolicyRuleApplyConfiguration
 		for _, r := range webhookResources {
-			if names := c.WebhookNames(r.kind); len(names) > 0 {
+			names := c.WebhookNames(r.kind)
+			switch {
+			case len(names) == 0:
+			case r.kind == cabundle.KindCustomResourceDefinition:
+				// CRDs are large: one field-selected watch each, by name.
 				rules = append(rules, rbacv1ac.PolicyRule().WithAPIGroups(r.group).WithResources(r.resource).
 					WithResourceNames(names...).WithVerbs("get", "list", "watch", "patch"))
+			default:
+				rules = append(rules, CachedKindRules(r.group, r.resource, names)...)
 			}
 		}
 		return rules

@@ -27,9 +27,8 @@ import (
 )
 
 // documentedMaxKept is what the default memory_limit holds with 2×
-// headroom: reconcilerinstall.MaxDocumentedWatches, an APIService and its
-// source each.
-const documentedMaxKept = reconcilerinstall.MaxDocumentedWatches / 2
+// headroom: APIServices, each with its own source.
+const documentedMaxKept = reconcilerinstall.MaxDocumentedKept
 
 // TestAccPod_reconcilerDocumentedMaximum: the reconciler pods, at the
 // default memory_limit, keep the documented maximum of APIServices (each
