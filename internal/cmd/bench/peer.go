@@ -14,14 +14,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
@@ -275,56 +273,11 @@ func (b *peerBench) timeRestores(ctx context.Context, name string, good []byte, 
 	if len(want) != 1 {
 		return nil, fmt.Errorf("the good bundle of %s: %d certificates, want one", name, len(want))
 	}
-	apis := b.rb.agg.ApiregistrationV1().APIServices()
-	w, err := apis.Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
-	if err != nil {
-		return nil, fmt.Errorf("watch APIService %s: %w", name, err)
+	holds := func(s *apiregv1.APIService) bool {
+		got, _ := certificatesDER(s.Spec.CABundle)
+		return slices.ContainsFunc(got, func(d []byte) bool { return bytes.Equal(d, want[0]) })
 	}
-	defer w.Stop()
-	stale := newCA("stale")
-	out := make(devenv.Latencies, 0, b.o.corruptions)
-	for range b.o.corruptions {
-		svc, err := apis.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return nil, err
-		}
-		svc.Spec.CABundle = stale
-		corrupted, err := apis.Update(ctx, svc, metav1.UpdateOptions{FieldManager: "legacy-installer"})
-		if err != nil {
-			return nil, fmt.Errorf("corrupt APIService %s: %w", name, err)
-		}
-		start := time.Now()
-		after, _ := strconv.ParseInt(corrupted.ResourceVersion, 10, 64)
-		timeout := time.After(10 * time.Second)
-	wait:
-		for {
-			select {
-			case ev, ok := <-w.ResultChan():
-				if !ok {
-					return nil, errors.New("watch closed")
-				}
-				s, ok := ev.Object.(*apiregv1.APIService)
-				if !ok {
-					continue
-				}
-				// Only a write after the corruption counts (etcd revisions
-				// are ordered integers).
-				rv, _ := strconv.ParseInt(s.ResourceVersion, 10, 64)
-				if got, _ := certificatesDER(s.Spec.CABundle); rv > after && slices.ContainsFunc(got, func(d []byte) bool { return bytes.Equal(d, want[0]) }) {
-					out = append(out, time.Since(start))
-					break wait
-				}
-			case <-timeout:
-				return nil, fmt.Errorf("the good CA not back in APIService %s within 10s of the corruption", name)
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
-		if err := settled(); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return timeRestores(ctx, b.rb.agg.ApiregistrationV1().APIServices(), name, b.o.corruptions, holds, settled)
 }
 
 // certificatesDER returns the DER of every CERTIFICATE block in bundle.

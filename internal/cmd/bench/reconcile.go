@@ -29,6 +29,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
+	apiregclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset/typed/apiregistration/v1"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
@@ -341,29 +342,37 @@ func (b *reconcileBench) restoreLatency(ctx context.Context, p *devenv.Process, 
 	})
 }
 
-// timeRestores corrupts name's caBundle b.o.corruptions times and times
-// each restore, from the corrupting write's response to the watch event of
-// the good bundle; settled runs after each restore, before the next
-// corruption.
+// timeRestores overwrites name's caBundle with a stale CA
+// b.o.corruptions times and times each restore (see the shared
+// timeRestores): restored means the caBundle is good again, exactly.
 func (b *reconcileBench) timeRestores(ctx context.Context, name string, good []byte, settled func() error) (devenv.Latencies, error) {
-	apis := b.agg.ApiregistrationV1().APIServices()
-	sel := fields.OneTermEqualSelector("metadata.name", name).String()
-	w, err := apis.Watch(ctx, metav1.ListOptions{FieldSelector: sel})
+	exactly := func(s *apiregv1.APIService) bool { return bytes.Equal(s.Spec.CABundle, good) }
+	return timeRestores(ctx, b.agg.ApiregistrationV1().APIServices(), name, b.o.corruptions, exactly, settled)
+}
+
+// timeRestores overwrites APIService name's caBundle with a stale CA n
+// times, by Update under another field manager ("legacy-installer", as an
+// installer's kubectl replace would), and times each restore: from the
+// corrupting write's response to the first watch event after it for which
+// restored is true. settled runs after each restore, before the next
+// corruption.
+func timeRestores(ctx context.Context, apis apiregclient.APIServiceInterface, name string, n int, restored func(*apiregv1.APIService) bool, settled func() error) (devenv.Latencies, error) {
+	w, err := apis.Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("watch APIService %s: %w", name, err)
 	}
 	defer w.Stop()
-	bad := newCA("stale")
-	out := make(devenv.Latencies, 0, b.o.corruptions)
-	for range b.o.corruptions {
+	stale := newCA("stale")
+	out := make(devenv.Latencies, 0, n)
+	for range n {
 		svc, err := apis.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return nil, err
 		}
-		svc.Spec.CABundle = bad
+		svc.Spec.CABundle = stale
 		corrupted, err := apis.Update(ctx, svc, metav1.UpdateOptions{FieldManager: "legacy-installer"})
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("corrupt APIService %s: %w", name, err)
 		}
 		start := time.Now()
 		after, _ := strconv.ParseInt(corrupted.ResourceVersion, 10, 64)
@@ -379,14 +388,14 @@ func (b *reconcileBench) timeRestores(ctx context.Context, name string, good []b
 				if !ok {
 					continue
 				}
-				// Only the write that follows the corruption counts (etcd
-				// revisions are ordered integers).
-				if rv, _ := strconv.ParseInt(s.ResourceVersion, 10, 64); rv > after && bytes.Equal(s.Spec.CABundle, good) {
+				// Only a write after the corruption counts (etcd revisions
+				// are ordered integers).
+				if rv, _ := strconv.ParseInt(s.ResourceVersion, 10, 64); rv > after && restored(s) {
 					out = append(out, time.Since(start))
 					break wait
 				}
 			case <-timeout:
-				return nil, fmt.Errorf("corruption not restored within 10s")
+				return nil, fmt.Errorf("APIService %s not restored within 10s of the corruption", name)
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
