@@ -11,8 +11,10 @@ import (
 
 // inlineRead is the read of an inline bundle's ConfigMap that a caBundle
 // resource's Read starts before it GETs the kept object, so that a refresh
-// costs one round trip for both (ARCHITECTURE.md, "Refresh of an inline
-// bundle"). nil when there is nothing to read ahead: a bundle from the
+// costs one round trip for both; the read goes through the process's
+// cabundle.InlineReader, so the refreshes of one plan share one LIST of
+// the namespace's inline ConfigMaps (ARCHITECTURE.md, "Refresh of an
+// inline bundle"). nil when there is nothing to read ahead: a bundle from the
 // user's own source (not read on refresh), or an import, which learns its
 // source from the kept object.
 type inlineRead struct {
@@ -23,14 +25,14 @@ type inlineRead struct {
 // startInlineRead reads src ahead when the state holds an inline bundle
 // (inline, with an applied value). namespace defaults as Read defaults
 // bundle_namespace.
-func startInlineRead(ctx context.Context, core kubernetes.Interface, inline, imported bool, src cabundle.Source) *inlineRead {
+func startInlineRead(ctx context.Context, core kubernetes.Interface, reader *cabundle.InlineReader, inline, imported bool, src cabundle.Source) *inlineRead {
 	if !inline || imported || core == nil {
 		return nil
 	}
 	if src.Namespace == "" {
 		src.Namespace = cabundle.DefaultBundleNamespace
 	}
-	return &inlineRead{src: src, wait: cabundle.ReadSourceAhead(ctx, core, src)}
+	return &inlineRead{src: src, wait: reader.ReadAhead(ctx, core, src)}
 }
 
 // heldIn returns the bundle our inline ConfigMap src holds, "" when the

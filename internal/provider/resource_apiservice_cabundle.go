@@ -341,7 +341,7 @@ func (r *apiServiceCABundleResource) Read(ctx context.Context, req resource.Read
 	// An inline bundle's ConfigMap is read beside the APIService: one round
 	// trip for both.
 	imported := state.CABundle.IsNull() && state.Source == nil
-	ahead := startInlineRead(ctx, core, state.inline(), imported, state.source())
+	ahead := startInlineRead(ctx, core, r.clients.inlineReader(), state.inline(), imported, state.source())
 	live, err := agg.ApiregistrationV1().APIServices().Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		resp.Diagnostics.AddWarning("APIService gone",

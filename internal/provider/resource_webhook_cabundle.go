@@ -349,7 +349,7 @@ func (r *webhookCABundleResource) Read(ctx context.Context, req resource.ReadReq
 	// An inline bundle's ConfigMap is read beside the object: one round
 	// trip for both.
 	imported := state.CABundle.IsNull() && state.Source == nil
-	ahead := startInlineRead(ctx, clients.Core, state.inline(), imported, state.source())
+	ahead := startInlineRead(ctx, clients.Core, r.clients.inlineReader(), state.inline(), imported, state.source())
 	live, err := inj.Get(ctx, t.Name)
 	if apierrors.IsNotFound(err) {
 		resp.Diagnostics.AddWarning(t.Kind+" gone",
