@@ -34,9 +34,10 @@ type InlineReader struct {
 }
 
 type inlineList struct {
-	once  sync.Once
-	ok    bool                         // the LIST succeeded
-	items map[string]map[string][]byte // name → data and binaryData
+	once     sync.Once
+	ok       bool                         // the LIST succeeded
+	canceled bool                         // it failed because its caller's context ended
+	items    map[string]map[string][]byte // name → data and binaryData
 }
 
 // Read returns the bytes under src's key, as ReadSource does.
@@ -49,6 +50,11 @@ func (r *InlineReader) Read(ctx context.Context, core kubernetes.Interface, src 
 		return ReadSource(ctx, core, src)
 	}
 	l.once.Do(func() { l.load(ctx, core, src.Namespace) })
+	if l.canceled {
+		// The Read that sent the LIST returned first (its object was gone,
+		// say): the next read LISTs again.
+		r.forget(src.Namespace, l)
+	}
 	data, found := l.items[src.Name]
 	if !l.ok || !found || r.wrote(src.Namespace) {
 		return ReadSource(ctx, core, src)
@@ -128,6 +134,15 @@ func (r *InlineReader) list(namespace string) *inlineList {
 	return l
 }
 
+// forget drops l, the namespace's LIST, if it is still the one in use.
+func (r *InlineReader) forget(namespace string, l *inlineList) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lists[namespace] == l {
+		delete(r.lists, namespace)
+	}
+}
+
 func (r *InlineReader) wrote(namespace string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -135,10 +150,12 @@ func (r *InlineReader) wrote(namespace string) bool {
 }
 
 // load LISTs the inline ConfigMaps of namespace. A failure leaves ok false
-// and is not reported: each read then GETs its own ConfigMap.
+// and is not reported: each read then GETs its own ConfigMap (and, when
+// the failure was ctx ending, the next read LISTs again).
 func (l *inlineList) load(ctx context.Context, core kubernetes.Interface, namespace string) {
 	list, err := core.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{LabelSelector: InlineLabel + "=" + InlineLabelValue})
 	if err != nil {
+		l.canceled = ctx.Err() != nil
 		return
 	}
 	l.items = make(map[string]map[string][]byte, len(list.Items))

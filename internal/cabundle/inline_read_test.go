@@ -207,6 +207,31 @@ func TestInlineReaderListForbidden(t *testing.T) {
 	}
 }
 
+// TestInlineReaderCanceledList: a LIST that failed because the Read that
+// sent it had returned (its context ended) is not kept: the next read
+// LISTs again and answers from it.
+func TestInlineReaderCanceledList(t *testing.T) {
+	ns := inlineNamespace(t, "inline-reader-canceled")
+	bundle := testBundle(t, "v1.canceled")
+	if _, err := EnsureInlineConfigMap(t.Context(), env.Clientset(), ns, "v1.canceled", bundle, DefaultFieldManager); err != nil {
+		t.Fatal(err)
+	}
+	reader := &InlineReader{}
+	core, log := countingCoreFor(t, env.RESTConfig(), reader.WatchWrites)
+	src := inlineSource(ns, "v1.canceled")
+	gone, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := reader.Read(gone, core, src); !errors.Is(err, context.Canceled) {
+		t.Errorf("read with an ended context: %v; want context.Canceled", err)
+	}
+	for i := range 2 {
+		if b, err := reader.Read(t.Context(), core, src); string(b) != string(bundle) || err != nil {
+			t.Errorf("read %d after it: %d bytes, %v; want the bundle", i+1, len(b), err)
+		}
+	}
+	checkRequests(t, "two reads after the canceled one", log.all(), map[string]bool{inlineListRequest(ns): true})
+}
+
 // TestConfigMapNamespace: which request paths WatchWrites takes for a
 // ConfigMap write, and in which namespace.
 func TestConfigMapNamespace(t *testing.T) {
