@@ -262,9 +262,14 @@ func (r *apiServiceCABundleResource) Configure(_ context.Context, req resource.C
 // live bundle that drifted from its source shows in the plan. With inline
 // PEM that needs no API call; with a source it costs one GET.
 func (r *apiServiceCABundleResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.Plan.Raw.IsNull() {
+	if req.Plan.Raw.IsNull() || unchangedInlinePlan(req.Plan.Raw, req.State.Raw, apiServiceInlineIdentity) {
 		return
 	}
+	r.modifyPlan(ctx, req, resp)
+}
+
+// modifyPlan is ModifyPlan's work when the plan may change.
+func (r *apiServiceCABundleResource) modifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	var plan apiServiceCABundleModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -306,6 +311,18 @@ func (r *apiServiceCABundleResource) ModifyPlan(ctx context.Context, req resourc
 		}
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// apiServiceInlineIdentity is what ModifyPlan sets id and ca_bundle_source
+// to for an inline bundle, from the plan's attributes.
+func apiServiceInlineIdentity(str func(string) (string, bool)) (id, source string, ok bool) {
+	name, okName := str("apiservice_name")
+	namespace, okNamespace := str("bundle_namespace")
+	if !okName || !okNamespace {
+		return "", "", false
+	}
+	m := apiServiceCABundleModel{APIServiceName: types.StringValue(name), BundleNamespace: types.StringValue(namespace)}
+	return name, m.source().String(), true
 }
 
 func (r *apiServiceCABundleResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {

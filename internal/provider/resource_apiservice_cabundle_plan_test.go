@@ -1,0 +1,96 @@
+package provider
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+)
+
+// TestAPIServiceCABundleUnchangedInlinePlan: ModifyPlan skips its work
+// (unchangedInlinePlan) exactly when that work would leave the plan equal
+// to the prior state, so the shortcut changes no plan: each case runs the
+// full work (modifyPlan) on the same request and compares.
+func TestAPIServiceCABundleUnchangedInlinePlan(t *testing.T) {
+	ctx := t.Context()
+	r := &apiServiceCABundleResource{now: time.Now}
+	var sr resource.SchemaResponse
+	r.Schema(ctx, resource.SchemaRequest{}, &sr)
+	pem := newCertPEM(t, "plan-shortcut", certOpts{})
+	const name = "v1.shortcut.example.com"
+	noop := func() apiServiceCABundleModel {
+		m := apiServiceCABundleModel{
+			ID: types.StringValue(name), APIServiceName: types.StringValue(name), CABundle: types.StringValue(pem),
+			BundleNamespace: types.StringValue(cabundle.DefaultBundleNamespace), FieldManager: types.StringValue(cabundle.DefaultFieldManager),
+			ForceConflicts: types.BoolValue(false),
+			CABundleSource: types.StringValue("ConfigMap/" + cabundle.DefaultBundleNamespace + "/" + cabundle.InlineConfigMapName(name) + "/" + cabundle.InlineKey),
+		}
+		m.FingerprintSHA256, m.CertificateCount, m.NotAfter, m.Certificates = describeBundle(cabundle.Canonical([]byte(pem)), time.Now())
+		return m
+	}
+	tests := []struct {
+		name      string
+		state     func(*apiServiceCABundleModel) // from the no-op state
+		plan      func(*apiServiceCABundleModel) // from the state
+		wantShort bool
+	}{
+		{name: "no-op", wantShort: true},
+		{name: "the same certificates in other text", wantShort: true, state: func(m *apiServiceCABundleModel) {
+			m.CABundle = types.StringValue("\n" + strings.ReplaceAll(pem, "\n", "\r\n") + "\n")
+		}},
+		{name: "ca_bundle_source drifted (someone rewrote the annotation)", state: func(m *apiServiceCABundleModel) {
+			m.CABundleSource = types.StringValue("Secret/default/theirs/ca.crt")
+		}},
+		{name: "fingerprint of other bytes", state: func(m *apiServiceCABundleModel) {
+			m.FingerprintSHA256 = types.StringValue(cabundle.Fingerprint([]byte("other")))
+		}},
+		{name: "id differs", state: func(m *apiServiceCABundleModel) { m.ID = types.StringValue("other") }},
+		{name: "a source instead of inline", state: func(m *apiServiceCABundleModel) {
+			m.CABundle = types.StringNull()
+			m.Source = &sourceModel{Kind: types.StringValue("Secret"), Namespace: types.StringValue("default"), Name: types.StringValue("ca"), Key: types.StringValue("ca.crt")}
+			m.CABundleSource = types.StringValue("Secret/default/ca/ca.crt")
+		}},
+		{name: "a new bundle planned", plan: func(m *apiServiceCABundleModel) {
+			m.CABundle = types.StringValue(newCertPEM(t, "plan-shortcut-new", certOpts{}))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := noop()
+			if tt.state != nil {
+				tt.state(&st)
+			}
+			pl := st
+			if tt.plan != nil {
+				tt.plan(&pl)
+			}
+			raw := func(m *apiServiceCABundleModel) tftypes.Value {
+				s := tfsdk.State{Schema: sr.Schema, Raw: tftypes.NewValue(sr.Schema.Type().TerraformType(ctx), nil)}
+				if diags := s.Set(ctx, m); diags.HasError() {
+					t.Fatal(diags)
+				}
+				return s.Raw
+			}
+			req := resource.ModifyPlanRequest{
+				State: tfsdk.State{Schema: sr.Schema, Raw: raw(&st)},
+				Plan:  tfsdk.Plan{Schema: sr.Schema, Raw: raw(&pl)},
+			}
+			short := unchangedInlinePlan(req.Plan.Raw, req.State.Raw, apiServiceInlineIdentity)
+			resp := resource.ModifyPlanResponse{Plan: req.Plan}
+			r.modifyPlan(ctx, req, &resp)
+			if resp.Diagnostics.HasError() {
+				t.Fatal(resp.Diagnostics)
+			}
+			unchanged := resp.Plan.Raw.Equal(req.State.Raw)
+			if short != tt.wantShort || unchanged != tt.wantShort {
+				t.Errorf("shortcut taken %v, full ModifyPlan leaves the state unchanged %v; want both %v", short, unchanged, tt.wantShort)
+			}
+		})
+	}
+}
