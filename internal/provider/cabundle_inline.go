@@ -63,21 +63,13 @@ func heldIn(ctx context.Context, core kubernetes.Interface, ahead *inlineRead, s
 // the state into the model struct and encoding the plan back is most of
 // what ModifyPlan costs on a no-op plan (BENCHMARKS.md, "Where a no-op
 // plan's provider CPU goes").
-func unchangedInlinePlan(plan, state tftypes.Value, want func(str func(string) (string, bool)) (id, source string, ok bool)) bool {
+func unchangedInlinePlan(plan, state tftypes.Value, want func(vals map[string]tftypes.Value) (id, source string, ok bool)) bool {
 	if plan.IsNull() || state.IsNull() || !plan.IsFullyKnown() || !plan.Equal(state) {
 		return false
 	}
 	var vals map[string]tftypes.Value
 	if err := plan.As(&vals); err != nil {
 		return false
-	}
-	str := func(name string) (string, bool) {
-		var s string
-		v, ok := vals[name]
-		if !ok || v.IsNull() || v.As(&s) != nil {
-			return "", false
-		}
-		return s, true
 	}
 	if src, ok := vals["source"]; !ok || !src.IsNull() {
 		return false // a source: ModifyPlan reads it
@@ -87,14 +79,25 @@ func unchangedInlinePlan(plan, state tftypes.Value, want func(str func(string) (
 			return false
 		}
 	}
-	id, source, ok := want(str)
+	id, source, ok := want(vals)
 	if !ok {
 		return false
 	}
-	gotID, okID := str("id")
-	gotSource, okSource := str("ca_bundle_source")
-	bundle, okBundle := str("ca_bundle")
-	fingerprint, okFingerprint := str("fingerprint_sha256")
+	gotID, okID := rawString(vals, "id")
+	gotSource, okSource := rawString(vals, "ca_bundle_source")
+	bundle, okBundle := rawString(vals, "ca_bundle")
+	fingerprint, okFingerprint := rawString(vals, "fingerprint_sha256")
 	return okID && okSource && okBundle && okFingerprint && gotID == id && gotSource == source &&
 		fingerprint == cabundle.Fingerprint(cabundle.Canonical([]byte(bundle)))
+}
+
+// rawString is the string attribute name of an object's raw values;
+// false when it is absent, null or not a string.
+func rawString(vals map[string]tftypes.Value, name string) (string, bool) {
+	var s string
+	v, ok := vals[name]
+	if !ok || v.IsNull() || v.As(&s) != nil {
+		return "", false
+	}
+	return s, true
 }

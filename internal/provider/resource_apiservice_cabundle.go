@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -314,10 +315,10 @@ func (r *apiServiceCABundleResource) modifyPlan(ctx context.Context, req resourc
 }
 
 // apiServiceInlineIdentity is what ModifyPlan sets id and ca_bundle_source
-// to for an inline bundle, from the plan's attributes.
-func apiServiceInlineIdentity(str func(string) (string, bool)) (id, source string, ok bool) {
-	name, okName := str("apiservice_name")
-	namespace, okNamespace := str("bundle_namespace")
+// to for an inline bundle, from the plan's raw values.
+func apiServiceInlineIdentity(vals map[string]tftypes.Value) (id, source string, ok bool) {
+	name, okName := rawString(vals, "apiservice_name")
+	namespace, okNamespace := rawString(vals, "bundle_namespace")
 	if !okName || !okNamespace {
 		return "", "", false
 	}

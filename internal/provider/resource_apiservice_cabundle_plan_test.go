@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -82,6 +83,79 @@ func TestAPIServiceCABundleUnchangedInlinePlan(t *testing.T) {
 				Plan:  tfsdk.Plan{Schema: sr.Schema, Raw: raw(&pl)},
 			}
 			short := unchangedInlinePlan(req.Plan.Raw, req.State.Raw, apiServiceInlineIdentity)
+			resp := resource.ModifyPlanResponse{Plan: req.Plan}
+			r.modifyPlan(ctx, req, &resp)
+			if resp.Diagnostics.HasError() {
+				t.Fatal(resp.Diagnostics)
+			}
+			unchanged := resp.Plan.Raw.Equal(req.State.Raw)
+			if short != tt.wantShort || unchanged != tt.wantShort {
+				t.Errorf("shortcut taken %v, full ModifyPlan leaves the state unchanged %v; want both %v", short, unchanged, tt.wantShort)
+			}
+		})
+	}
+}
+
+// TestWebhookCABundleUnchangedInlinePlan is the same for
+// kmshealth_webhook_cabundle, whose id and inline ConfigMap name follow
+// the kind, the name and the webhooks.
+func TestWebhookCABundleUnchangedInlinePlan(t *testing.T) {
+	ctx := t.Context()
+	r := &webhookCABundleResource{now: time.Now}
+	var sr resource.SchemaResponse
+	r.Schema(ctx, resource.SchemaRequest{}, &sr)
+	pem := newCertPEM(t, "webhook-plan-shortcut", certOpts{})
+	hooks := func(names ...string) types.Set {
+		values := make([]attr.Value, len(names))
+		for i, n := range names {
+			values[i] = types.StringValue(n)
+		}
+		return types.SetValueMust(types.StringType, values)
+	}
+	noop := func(webhooks types.Set) webhookCABundleModel {
+		m := webhookCABundleModel{
+			Kind: types.StringValue(cabundle.KindValidatingWebhookConfiguration), Name: types.StringValue("shortcut"), Webhooks: webhooks,
+			CABundle: types.StringValue(pem), BundleNamespace: types.StringValue(cabundle.DefaultBundleNamespace),
+			FieldManager: types.StringValue(cabundle.DefaultFieldManager), ForceConflicts: types.BoolValue(false),
+		}
+		m.ID = types.StringValue(m.target().String())
+		m.CABundleSource = types.StringValue(m.source().String())
+		m.setBundle(cabundle.Canonical([]byte(pem)), time.Now())
+		return m
+	}
+	tests := []struct {
+		name      string
+		state     webhookCABundleModel
+		plan      func(*webhookCABundleModel) // from the state
+		wantShort bool
+	}{
+		{name: "no-op, every webhook", state: noop(types.SetNull(types.StringType)), wantShort: true},
+		{name: "no-op, named webhooks", state: noop(hooks("b.example.com", "a.example.com")), wantShort: true},
+		{name: "a webhook added", state: noop(hooks("a.example.com")), plan: func(m *webhookCABundleModel) { m.Webhooks = hooks("a.example.com", "b.example.com") }},
+		{name: "ca_bundle_source drifted", state: func() webhookCABundleModel {
+			m := noop(hooks("a.example.com"))
+			m.CABundleSource = types.StringValue("Secret/default/theirs/ca.crt")
+			return m
+		}()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, pl := tt.state, tt.state
+			if tt.plan != nil {
+				tt.plan(&pl)
+			}
+			raw := func(m *webhookCABundleModel) tftypes.Value {
+				s := tfsdk.State{Schema: sr.Schema, Raw: tftypes.NewValue(sr.Schema.Type().TerraformType(ctx), nil)}
+				if diags := s.Set(ctx, m); diags.HasError() {
+					t.Fatal(diags)
+				}
+				return s.Raw
+			}
+			req := resource.ModifyPlanRequest{
+				State: tfsdk.State{Schema: sr.Schema, Raw: raw(&st)},
+				Plan:  tfsdk.Plan{Schema: sr.Schema, Raw: raw(&pl)},
+			}
+			short := unchangedInlinePlan(req.Plan.Raw, req.State.Raw, webhookInlineIdentity)
 			resp := resource.ModifyPlanResponse{Plan: req.Plan}
 			r.modifyPlan(ctx, req, &resp)
 			if resp.Diagnostics.HasError() {
