@@ -62,8 +62,10 @@ func (r *InlineReader) Read(ctx context.Context, core kubernetes.Interface, src 
 	return keyOf(src, data)
 }
 
-// ReadAhead starts Read now and returns a function that waits for its
-// result, as ReadSourceAhead does.
+// ReadAhead starts Read now, beside whatever the caller reads next, and
+// returns a function that waits for its result (the same result on every
+// call): a refresh that needs both the kept object and its inline
+// ConfigMap then costs one round trip, not two.
 func (r *InlineReader) ReadAhead(ctx context.Context, core kubernetes.Interface, src Source) func() ([]byte, error) {
 	return ahead(func() ([]byte, error) { return r.Read(ctx, core, src) })
 }

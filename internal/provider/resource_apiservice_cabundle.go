@@ -71,7 +71,24 @@ type sourceModel struct {
 	Key       types.String `tfsdk:"key"`
 }
 
+// equal reports whether s and o are both absent or hold the same values.
+func (s *sourceModel) equal(o *sourceModel) bool {
+	if s == nil || o == nil {
+		return s == o
+	}
+	return s.Kind.Equal(o.Kind) && s.Namespace.Equal(o.Namespace) && s.Name.Equal(o.Name) && s.Key.Equal(o.Key)
+}
+
 func (m *apiServiceCABundleModel) inline() bool { return m.Source == nil }
+
+// equal reports whether m and o hold the same values, field by field.
+func (m *apiServiceCABundleModel) equal(o *apiServiceCABundleModel) bool {
+	return m.ID.Equal(o.ID) && m.APIServiceName.Equal(o.APIServiceName) && m.CABundle.Equal(o.CABundle) &&
+		m.Source.equal(o.Source) && m.BundleNamespace.Equal(o.BundleNamespace) && m.FieldManager.Equal(o.FieldManager) &&
+		m.ForceConflicts.Equal(o.ForceConflicts) && m.FingerprintSHA256.Equal(o.FingerprintSHA256) &&
+		m.CertificateCount.Equal(o.CertificateCount) && m.NotAfter.Equal(o.NotAfter) && m.Certificates.Equal(o.Certificates) &&
+		m.CABundleSource.Equal(o.CABundleSource)
+}
 
 // source is the authoritative object: the user's, or our inline ConfigMap.
 func (m *apiServiceCABundleModel) source() cabundle.Source {
@@ -345,6 +362,14 @@ func (r *apiServiceCABundleResource) Read(ctx context.Context, req resource.Read
 	if resp.Diagnostics.HasError() || !r.clients.Known() {
 		return // provider configuration unknown: keep the state as it is
 	}
+	// resp.State starts as the prior state: it is set only when Read
+	// changed something (encoding the model is most of what setting costs).
+	before := state
+	defer func() {
+		if !resp.Diagnostics.HasError() && !resp.State.Raw.IsNull() && !state.equal(&before) {
+			resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+		}
+	}()
 	agg, err := r.clients.Aggregator()
 	if err != nil {
 		connectionError(&resp.Diagnostics, err)
@@ -411,7 +436,6 @@ func (r *apiServiceCABundleResource) Read(ctx context.Context, req resource.Read
 			state.CABundle = types.StringValue(held)
 		}
 	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
 // adopt derives the configuration of an imported resource from the

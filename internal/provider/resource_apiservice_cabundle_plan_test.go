@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -164,6 +165,45 @@ func TestWebhookCABundleUnchangedInlinePlan(t *testing.T) {
 			unchanged := resp.Plan.Raw.Equal(req.State.Raw)
 			if short != tt.wantShort || unchanged != tt.wantShort {
 				t.Errorf("shortcut taken %v, full ModifyPlan leaves the state unchanged %v; want both %v", short, unchanged, tt.wantShort)
+			}
+		})
+	}
+}
+
+// TestAPIServiceCABundleModelEqual: equal compares every field of the
+// model (Read sets the state only when it finds one changed): a model that
+// differs from another in any one field is not equal to it.
+func TestAPIServiceCABundleModelEqual(t *testing.T) {
+	base := apiServiceCABundleModel{
+		ID: types.StringValue("a"), APIServiceName: types.StringValue("a"), CABundle: types.StringValue("a"),
+		BundleNamespace: types.StringValue("a"), FieldManager: types.StringValue("a"), ForceConflicts: types.BoolValue(false),
+		FingerprintSHA256: types.StringValue("a"), CertificateCount: types.Int64Value(1), NotAfter: types.StringValue("a"),
+		Certificates: types.ListValueMust(certificateType, nil), CABundleSource: types.StringValue("a"),
+	}
+	if same := base; !base.equal(&same) {
+		t.Fatal("a copy is not equal")
+	}
+	typ := reflect.TypeFor[apiServiceCABundleModel]()
+	for i := range typ.NumField() {
+		t.Run(typ.Field(i).Name, func(t *testing.T) {
+			other := base
+			f := reflect.ValueOf(&other).Elem().Field(i)
+			switch v := f.Interface().(type) {
+			case types.String:
+				f.Set(reflect.ValueOf(types.StringValue(v.ValueString() + "-other")))
+			case types.Bool:
+				f.Set(reflect.ValueOf(types.BoolValue(!v.ValueBool())))
+			case types.Int64:
+				f.Set(reflect.ValueOf(types.Int64Value(v.ValueInt64() + 1)))
+			case types.List:
+				f.Set(reflect.ValueOf(types.ListNull(certificateType)))
+			case *sourceModel:
+				f.Set(reflect.ValueOf(&sourceModel{Kind: types.StringValue("Secret")}))
+			default:
+				t.Fatalf("field of type %T: teach this test to change it", v)
+			}
+			if base.equal(&other) || other.equal(&base) {
+				t.Errorf("models that differ in %s are equal", typ.Field(i).Name)
 			}
 		})
 	}
