@@ -37,6 +37,11 @@ const (
 	// BundleForAnnotation on an inline ConfigMap names the APIService it
 	// feeds (an annotation: APIService names outgrow label values).
 	BundleForAnnotation = "kmshealth.io/ca-bundle-for"
+	// InlineLabel = InlineLabelValue marks an inline ConfigMap, so that a
+	// refresh can LIST a namespace's inline ConfigMaps at once
+	// (InlineReader).
+	InlineLabel      = "kmshealth.io/ca-bundle-inline"
+	InlineLabelValue = "true"
 	// InlineKey is the key of the bundle in an inline ConfigMap.
 	InlineKey = "ca.crt"
 	// DefaultBundleNamespace holds inline ConfigMaps unless told otherwise.
@@ -274,7 +279,8 @@ func ensureInline(ctx context.Context, core kubernetes.Interface, namespace, nam
 			namespace, src.Name, ManagedByLabel, ManagedByValue)
 	case err != nil && !apierrors.IsNotFound(err):
 		return src, fmt.Errorf("read ConfigMap %s/%s: %w", namespace, src.Name, err)
-	case err == nil && bytes.Equal([]byte(existing.Data[InlineKey]), bundle) && existing.Annotations[BundleForAnnotation] == owner:
+	case err == nil && bytes.Equal([]byte(existing.Data[InlineKey]), bundle) && existing.Annotations[BundleForAnnotation] == owner &&
+		existing.Labels[InlineLabel] == InlineLabelValue:
 		return src, nil
 	}
 	if msgs := validation.IsDNS1123Subdomain(src.Name); len(msgs) > 0 {
@@ -282,7 +288,7 @@ func ensureInline(ctx context.Context, core kubernetes.Interface, namespace, nam
 			what, owner, src.Name, strings.Join(msgs, "; "))
 	}
 	ac := corev1ac.ConfigMap(src.Name, namespace).
-		WithLabels(map[string]string{ManagedByLabel: ManagedByValue}).
+		WithLabels(map[string]string{ManagedByLabel: ManagedByValue, InlineLabel: InlineLabelValue}).
 		WithAnnotations(map[string]string{BundleForAnnotation: owner}).
 		WithData(map[string]string{InlineKey: string(bundle)})
 	if _, err := cms.Apply(ctx, ac, metav1.ApplyOptions{FieldManager: manager, Force: true}); err != nil {

@@ -66,10 +66,6 @@ func (l *requestLog) reset() {
 	l.reqs = nil
 }
 
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
 // countingConfig is an admin rest.Config whose transport logs each request.
 func countingConfig() (*rest.Config, *requestLog) {
 	cfg := env.RESTConfig()
@@ -864,8 +860,8 @@ func TestEnsureInlineConfigMap(t *testing.T) {
 			if cm.Data[InlineKey] != string(tt.bundle) || len(cm.Data) != 1 || len(cm.BinaryData) != 0 {
 				t.Errorf("ConfigMap data %v, binaryData %v; want only %s = the bundle", cm.Data, cm.BinaryData, InlineKey)
 			}
-			if len(cm.Labels) != 1 || cm.Labels[ManagedByLabel] != ManagedByValue || cm.Annotations[BundleForAnnotation] != apiSvc {
-				t.Errorf("labels %v, annotations %v; want only %s=%s and %s=%s", cm.Labels, cm.Annotations, ManagedByLabel, ManagedByValue, BundleForAnnotation, apiSvc)
+			if len(cm.Labels) != 2 || cm.Labels[ManagedByLabel] != ManagedByValue || cm.Labels[InlineLabel] != InlineLabelValue || cm.Annotations[BundleForAnnotation] != apiSvc {
+				t.Errorf("labels %v, annotations %v; want only %s=%s, %s=%s and %s=%s", cm.Labels, cm.Annotations, ManagedByLabel, ManagedByValue, InlineLabel, InlineLabelValue, BundleForAnnotation, apiSvc)
 			}
 			if got := managedLeaves(t, cm, DefaultFieldManager); len(got) == 0 {
 				t.Errorf("%s owns nothing on the ConfigMap", DefaultFieldManager)

@@ -91,18 +91,16 @@ func ReadSource(ctx context.Context, core kubernetes.Interface, s Source) ([]byt
 	return keyOf(s, data)
 }
 
-// ReadSourceAhead starts ReadSource now, beside whatever the caller reads
-// next, and returns a function that waits for its result (the same result
-// on every call). A refresh that needs both the kept object and its source
-// (an inline bundle's ConfigMap) then costs one round trip, not two.
-func ReadSourceAhead(ctx context.Context, core kubernetes.Interface, s Source) func() ([]byte, error) {
+// ahead runs read now, in its own goroutine, and returns a function that
+// waits for its result (the same on every call).
+func ahead(read func() ([]byte, error)) func() ([]byte, error) {
 	type result struct {
 		bundle []byte
 		err    error
 	}
 	done := make(chan result, 1)
 	go func() {
-		b, err := ReadSource(ctx, core, s)
+		b, err := read()
 		done <- result{b, err}
 	}()
 	return sync.OnceValues(func() ([]byte, error) {

@@ -339,6 +339,11 @@ type Clients struct {
 	dynamic    dynamic.Interface
 	extensions apiextensionsclient.Interface
 	err        error
+
+	// inline reads inline-bundle ConfigMaps on refresh: one LIST per
+	// namespace per process; every ConfigMap write of the process turns
+	// it off for that namespace (the transport tells it).
+	inline cabundle.InlineReader
 }
 
 // ErrConfigUnknown is returned while the provider configuration depends on
@@ -371,6 +376,7 @@ func (c *Clients) build() error {
 	c.conn = conn
 	cfg := rest.CopyConfig(conn.REST)
 	cfg.Wrap(kube.LogRequests(logRequest))
+	cfg.Wrap(c.inline.WatchWrites)
 	if c.core, err = kubernetes.NewForConfig(cfg); err != nil {
 		return &configError{err}
 	}
@@ -413,6 +419,14 @@ func logRequest(ctx context.Context, msg string, fields map[string]any) {
 	}
 	ctx = tflog.NewSubsystem(ctx, logSubsystem, tflog.WithLevelFromEnv(RequestLogLevelEnv))
 	tflog.SubsystemDebug(ctx, logSubsystem, msg, fields)
+}
+
+// inlineReader reads inline-bundle ConfigMaps for this provider process.
+func (c *Clients) inlineReader() *cabundle.InlineReader {
+	if c == nil {
+		return nil
+	}
+	return &c.inline
 }
 
 // Core returns the core Kubernetes clientset.

@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -70,7 +71,24 @@ type sourceModel struct {
 	Key       types.String `tfsdk:"key"`
 }
 
+// equal reports whether s and o are both absent or hold the same values.
+func (s *sourceModel) equal(o *sourceModel) bool {
+	if s == nil || o == nil {
+		return s == o
+	}
+	return s.Kind.Equal(o.Kind) && s.Namespace.Equal(o.Namespace) && s.Name.Equal(o.Name) && s.Key.Equal(o.Key)
+}
+
 func (m *apiServiceCABundleModel) inline() bool { return m.Source == nil }
+
+// equal reports whether m and o hold the same values, field by field.
+func (m *apiServiceCABundleModel) equal(o *apiServiceCABundleModel) bool {
+	return m.ID.Equal(o.ID) && m.APIServiceName.Equal(o.APIServiceName) && m.CABundle.Equal(o.CABundle) &&
+		m.Source.equal(o.Source) && m.BundleNamespace.Equal(o.BundleNamespace) && m.FieldManager.Equal(o.FieldManager) &&
+		m.ForceConflicts.Equal(o.ForceConflicts) && m.FingerprintSHA256.Equal(o.FingerprintSHA256) &&
+		m.CertificateCount.Equal(o.CertificateCount) && m.NotAfter.Equal(o.NotAfter) && m.Certificates.Equal(o.Certificates) &&
+		m.CABundleSource.Equal(o.CABundleSource)
+}
 
 // source is the authoritative object: the user's, or our inline ConfigMap.
 func (m *apiServiceCABundleModel) source() cabundle.Source {
@@ -262,9 +280,14 @@ func (r *apiServiceCABundleResource) Configure(_ context.Context, req resource.C
 // live bundle that drifted from its source shows in the plan. With inline
 // PEM that needs no API call; with a source it costs one GET.
 func (r *apiServiceCABundleResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.Plan.Raw.IsNull() {
+	if req.Plan.Raw.IsNull() || unchangedInlinePlan(req.Plan.Raw, req.State.Raw, apiServiceInlineIdentity) {
 		return
 	}
+	r.modifyPlan(ctx, req, resp)
+}
+
+// modifyPlan is ModifyPlan's work when the plan may change.
+func (r *apiServiceCABundleResource) modifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	var plan apiServiceCABundleModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -308,6 +331,18 @@ func (r *apiServiceCABundleResource) ModifyPlan(ctx context.Context, req resourc
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
 
+// apiServiceInlineIdentity is what ModifyPlan sets id and ca_bundle_source
+// to for an inline bundle, from the plan's raw values.
+func apiServiceInlineIdentity(vals map[string]tftypes.Value) (id, source string, ok bool) {
+	name, okName := rawString(vals, "apiservice_name")
+	namespace, okNamespace := rawString(vals, "bundle_namespace")
+	if !okName || !okNamespace {
+		return "", "", false
+	}
+	m := apiServiceCABundleModel{APIServiceName: types.StringValue(name), BundleNamespace: types.StringValue(namespace)}
+	return name, m.source().String(), true
+}
+
 func (r *apiServiceCABundleResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	var plan apiServiceCABundleModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
@@ -327,6 +362,14 @@ func (r *apiServiceCABundleResource) Read(ctx context.Context, req resource.Read
 	if resp.Diagnostics.HasError() || !r.clients.Known() {
 		return // provider configuration unknown: keep the state as it is
 	}
+	// resp.State starts as the prior state: it is set only when Read
+	// changed something (encoding the model is most of what setting costs).
+	before := state
+	defer func() {
+		if !resp.Diagnostics.HasError() && !resp.State.Raw.IsNull() && !state.equal(&before) {
+			resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+		}
+	}()
 	agg, err := r.clients.Aggregator()
 	if err != nil {
 		connectionError(&resp.Diagnostics, err)
@@ -341,7 +384,7 @@ func (r *apiServiceCABundleResource) Read(ctx context.Context, req resource.Read
 	// An inline bundle's ConfigMap is read beside the APIService: one round
 	// trip for both.
 	imported := state.CABundle.IsNull() && state.Source == nil
-	ahead := startInlineRead(ctx, core, state.inline(), imported, state.source())
+	ahead := startInlineRead(ctx, core, r.clients.inlineReader(), state.inline(), imported, state.source())
 	live, err := agg.ApiregistrationV1().APIServices().Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		resp.Diagnostics.AddWarning("APIService gone",
@@ -393,7 +436,6 @@ func (r *apiServiceCABundleResource) Read(ctx context.Context, req resource.Read
 			state.CABundle = types.StringValue(held)
 		}
 	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
 // adopt derives the configuration of an imported resource from the

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -21,6 +22,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -253,9 +255,45 @@ func (r *webhookCABundleResource) Configure(_ context.Context, req resource.Conf
 // a live bundle that drifted from its source shows in the plan, and checks
 // named webhooks against the live configuration when it exists.
 func (r *webhookCABundleResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.Plan.Raw.IsNull() {
+	// An unchanged inline bundle skips the webhooks' check too (a GET of
+	// the object): Read just found every named webhook holding the applied
+	// bundle, or the state, and so the plan, would differ.
+	if req.Plan.Raw.IsNull() || unchangedInlinePlan(req.Plan.Raw, req.State.Raw, webhookInlineIdentity) {
 		return
 	}
+	r.modifyPlan(ctx, req, resp)
+}
+
+// webhookInlineIdentity is what ModifyPlan sets id and ca_bundle_source to
+// for an inline bundle, from the plan's raw values.
+func webhookInlineIdentity(vals map[string]tftypes.Value) (id, source string, ok bool) {
+	kind, okKind := rawString(vals, "kind")
+	name, okName := rawString(vals, "name")
+	namespace, okNamespace := rawString(vals, "bundle_namespace")
+	if !okKind || !okName || !okNamespace {
+		return "", "", false
+	}
+	m := webhookCABundleModel{Kind: types.StringValue(kind), Name: types.StringValue(name), BundleNamespace: types.StringValue(namespace), Webhooks: types.SetNull(types.StringType)}
+	if hooks, ok := vals["webhooks"]; ok && !hooks.IsNull() {
+		var elems []tftypes.Value
+		if hooks.As(&elems) != nil {
+			return "", "", false
+		}
+		values := make([]attr.Value, 0, len(elems))
+		for _, e := range elems {
+			var s string
+			if e.As(&s) != nil {
+				return "", "", false
+			}
+			values = append(values, types.StringValue(s))
+		}
+		m.Webhooks = types.SetValueMust(types.StringType, values)
+	}
+	return m.target().String(), m.source().String(), true
+}
+
+// modifyPlan is ModifyPlan's work when the plan may change.
+func (r *webhookCABundleResource) modifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	var plan webhookCABundleModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -349,7 +387,7 @@ func (r *webhookCABundleResource) Read(ctx context.Context, req resource.ReadReq
 	// An inline bundle's ConfigMap is read beside the object: one round
 	// trip for both.
 	imported := state.CABundle.IsNull() && state.Source == nil
-	ahead := startInlineRead(ctx, clients.Core, state.inline(), imported, state.source())
+	ahead := startInlineRead(ctx, clients.Core, r.clients.inlineReader(), state.inline(), imported, state.source())
 	live, err := inj.Get(ctx, t.Name)
 	if apierrors.IsNotFound(err) {
 		resp.Diagnostics.AddWarning(t.Kind+" gone",
