@@ -128,17 +128,22 @@ run_pkg() {
   fi
   return "$rc"
 }
-# The serial tests that rotate the KMS key and restart kube-apiserver (a
-# third of internal/provider's serial time, mostly waiting for
-# kube-apiserver to take a key) run as a shard of their own: the same test
-# binary again, with its own TestMain and so its own API server, beside the
-# rest of the package. The main shard skips exactly what this one runs, and
-# this one must run all three (a renamed test would otherwise run nowhere).
-rotation='^TestAcc(KMSKeyUsage_retire|KMSReencryption_rotation|KMSReencryption_killed)$'
+# The tests that change what the whole API server shows (they rotate the
+# KMS key and restart kube-apiserver, or install OpenShift's cluster-scoped
+# APIs, which turns is_openshift true for every profile while they exist)
+# run as a shard of their own: the same test binary again, with its own
+# TestMain and so its own API server, beside the rest of the package. They
+# were a third of the package's serial time (mostly waiting for
+# kube-apiserver to take a key), and a parallel one of them raced the
+# others' is_openshift. The main shard skips exactly these; this one must
+# pass every one of them (a renamed test would otherwise run nowhere).
+isolated=(KMSKeyUsage_retire KMSReencryption_rotation KMSReencryption_killed
+  TLSProfile_cluster Reconciler_keepsTLSProfiles KMSPluginHealth_openshiftTyped)
+isolated_run="^TestAcc($(IFS='|'; echo "${isolated[*]}"))\$"
 run=${KMSHEALTH_ACC_RUN:-^TestAcc}
 root=$PWD
 # Three slots, as `go test -p 3` would fill them: the package's main shard
-# on one, the rotation shard on the second, the other packages one after
+# on one, the isolated shard on the second, the other packages one after
 # another on the third.
 slot() {
   local rc=0 p
@@ -147,11 +152,11 @@ slot() {
     if [ -n "${KMSHEALTH_ACC_RUN:-}" ]; then
       run_pkg ./internal/provider "$run" "$skip" provider || rc=1
     else
-      run_pkg ./internal/provider "$run" "${skip:+$skip|}$rotation" provider || rc=1
+      run_pkg ./internal/provider "$run" "${skip:+$skip|}$isolated_run" provider || rc=1
     fi
     ;;
-  rotation)
-    [ -n "${KMSHEALTH_ACC_RUN:-}" ] || run_pkg ./internal/provider "$rotation" "$skip" provider-rotation || rc=1
+  isolated)
+    [ -n "${KMSHEALTH_ACC_RUN:-}" ] || run_pkg ./internal/provider "$isolated_run" "$skip" provider-isolated || rc=1
     ;;
   rest)
     for p in "${pkgs[@]}"; do
@@ -162,14 +167,14 @@ slot() {
   return "$rc"
 }
 status=0 pids=()
-for s in main rotation rest; do
+for s in main isolated rest; do
   slot "$s" &
   pids+=($!)
 done
 for pid in "${pids[@]}"; do wait "$pid" || status=1; done
 cat "$tmp"/log.* >"$tmp/log" 2>/dev/null
-if [ -z "${KMSHEALTH_ACC_RUN:-}" ] && [ "$(grep -c '^--- PASS: TestAcc' "$tmp/log.provider-rotation")" -ne 3 ]; then
-  echo "the rotation shard did not pass its three tests ($rotation)" >>"$tmp/log"
+if [ -z "${KMSHEALTH_ACC_RUN:-}" ] && [ "$(grep -c '^--- PASS: TestAcc' "$tmp/log.provider-isolated")" -ne "${#isolated[@]}" ]; then
+  echo "the isolated shard did not pass its ${#isolated[@]} tests ($isolated_run)" >>"$tmp/log"
   status=1
 fi
 for p in "${plan_pkgs[@]}"; do

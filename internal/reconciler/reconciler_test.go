@@ -367,8 +367,12 @@ func TestReconcileKeepsAPIServiceCreatedLater(t *testing.T) {
 	create(apiserviceName(name))
 	took := waitForBundle(t, apiserviceName(name), good, restoreLimit)
 	t.Logf("APIService created after the start kept after %s", took)
-	p.waitMetric(t, corrections, 1)
-	if got := p.metric(t, patchSeries); got != 1 {
-		t.Errorf("%v PATCH requests, want exactly 1 (the kept APIService's first bundle)", got)
+	p.waitFor(t, corrections+" >= 1", func(m map[string]float64) bool { return m[corrections] >= 1 })
+	// One write, or two: kube-apiserver's availability controller writes
+	// the new APIService's status at about the time ours patches it, and a
+	// reconcile that read the cache between the two writes the same bundle
+	// again (seen under load). More than that is a loop.
+	if got := p.metric(t, patchSeries); got < 1 || got > 2 {
+		t.Errorf("%v PATCH requests, want 1 (the kept APIService's first bundle), at most 2", got)
 	}
 }
