@@ -66,11 +66,15 @@ func Binary(ctx context.Context, moduleDir, name, pkg string, env, flags []strin
 }
 
 // CopyTo returns a use function for Binary that copies the binary to dst
-// (mode 0755), for a caller that runs it afterwards.
+// (mode 0755; its folder made if missing, as go build -o does), for a
+// caller that runs it afterwards.
 func CopyTo(dst string) func(string) error {
 	return func(src string) error {
 		b, err := os.ReadFile(src)
 		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return err
 		}
 		tmp := dst + ".tmp"

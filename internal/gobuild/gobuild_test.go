@@ -75,7 +75,7 @@ func TestBinaryConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			dst := filepath.Join(t.TempDir(), "pause")
+			dst := filepath.Join(t.TempDir(), "not-yet", "pause") // a folder CopyTo makes
 			errs[i] = Binary(context.Background(), root, name, "./internal/testenv/pause", []string{"CGO_ENABLED=0"},
 				[]string{"-trimpath"}, CopyTo(dst))
 			if errs[i] == nil {
