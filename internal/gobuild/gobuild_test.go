@@ -9,10 +9,17 @@ import (
 	"testing"
 )
 
-func moduleDir(t *testing.T) string {
+// freshOutput returns the module's directory for a Binary call under name,
+// with no output of that name left from an earlier run, and removes the
+// output and its lock after the test.
+func freshOutput(t *testing.T, name string) string {
 	t.Helper()
 	_, self, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(self), "..", "..")
+	root := filepath.Join(filepath.Dir(self), "..", "..")
+	out := filepath.Join(root, Dir, name)
+	t.Cleanup(func() { _ = os.Remove(out); _ = os.Remove(out + ".lock") })
+	_ = os.Remove(out)
+	return root
 }
 
 // TestBinaryLinksOncePerChange builds a small main package three times
@@ -20,11 +27,8 @@ func moduleDir(t *testing.T) string {
 // file as it was (the go command found it up to date and did not link);
 // the third, with other flags, must replace it.
 func TestBinaryLinksOncePerChange(t *testing.T) {
-	root := moduleDir(t)
 	name := "gobuild-test-pause"
-	out := filepath.Join(root, Dir, name)
-	t.Cleanup(func() { _ = os.Remove(out); _ = os.Remove(out + ".lock") })
-	_ = os.Remove(out)
+	root := freshOutput(t, name)
 	ctx := context.Background()
 	build := func(version string) os.FileInfo {
 		t.Helper()
@@ -63,11 +67,8 @@ func TestBinaryLinksOncePerChange(t *testing.T) {
 // do; each use must see a whole binary (a Go binary ends with its build
 // info, so a truncated copy differs in size from the finished one).
 func TestBinaryConcurrent(t *testing.T) {
-	root := moduleDir(t)
 	name := "gobuild-test-concurrent"
-	out := filepath.Join(root, Dir, name)
-	t.Cleanup(func() { _ = os.Remove(out); _ = os.Remove(out + ".lock") })
-	_ = os.Remove(out)
+	root := freshOutput(t, name)
 	var wg sync.WaitGroup
 	sizes := make([]int, 4)
 	errs := make([]error, 4)

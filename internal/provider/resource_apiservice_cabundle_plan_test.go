@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	rschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
@@ -72,27 +74,7 @@ func TestAPIServiceCABundleUnchangedInlinePlan(t *testing.T) {
 			if tt.plan != nil {
 				tt.plan(&pl)
 			}
-			raw := func(m *apiServiceCABundleModel) tftypes.Value {
-				s := tfsdk.State{Schema: sr.Schema, Raw: tftypes.NewValue(sr.Schema.Type().TerraformType(ctx), nil)}
-				if diags := s.Set(ctx, m); diags.HasError() {
-					t.Fatal(diags)
-				}
-				return s.Raw
-			}
-			req := resource.ModifyPlanRequest{
-				State: tfsdk.State{Schema: sr.Schema, Raw: raw(&st)},
-				Plan:  tfsdk.Plan{Schema: sr.Schema, Raw: raw(&pl)},
-			}
-			short := unchangedInlinePlan(req.Plan.Raw, req.State.Raw, apiServiceInlineIdentity)
-			resp := resource.ModifyPlanResponse{Plan: req.Plan}
-			r.modifyPlan(ctx, req, &resp)
-			if resp.Diagnostics.HasError() {
-				t.Fatal(resp.Diagnostics)
-			}
-			unchanged := resp.Plan.Raw.Equal(req.State.Raw)
-			if short != tt.wantShort || unchanged != tt.wantShort {
-				t.Errorf("shortcut taken %v, full ModifyPlan leaves the state unchanged %v; want both %v", short, unchanged, tt.wantShort)
-			}
+			checkInlineShortcut(t, sr.Schema, &st, &pl, apiServiceInlineIdentity, r.modifyPlan, tt.wantShort)
 		})
 	}
 }
@@ -145,28 +127,39 @@ func TestWebhookCABundleUnchangedInlinePlan(t *testing.T) {
 			if tt.plan != nil {
 				tt.plan(&pl)
 			}
-			raw := func(m *webhookCABundleModel) tftypes.Value {
-				s := tfsdk.State{Schema: sr.Schema, Raw: tftypes.NewValue(sr.Schema.Type().TerraformType(ctx), nil)}
-				if diags := s.Set(ctx, m); diags.HasError() {
-					t.Fatal(diags)
-				}
-				return s.Raw
-			}
-			req := resource.ModifyPlanRequest{
-				State: tfsdk.State{Schema: sr.Schema, Raw: raw(&st)},
-				Plan:  tfsdk.Plan{Schema: sr.Schema, Raw: raw(&pl)},
-			}
-			short := unchangedInlinePlan(req.Plan.Raw, req.State.Raw, webhookInlineIdentity)
-			resp := resource.ModifyPlanResponse{Plan: req.Plan}
-			r.modifyPlan(ctx, req, &resp)
-			if resp.Diagnostics.HasError() {
-				t.Fatal(resp.Diagnostics)
-			}
-			unchanged := resp.Plan.Raw.Equal(req.State.Raw)
-			if short != tt.wantShort || unchanged != tt.wantShort {
-				t.Errorf("shortcut taken %v, full ModifyPlan leaves the state unchanged %v; want both %v", short, unchanged, tt.wantShort)
-			}
+			checkInlineShortcut(t, sr.Schema, &st, &pl, webhookInlineIdentity, r.modifyPlan, tt.wantShort)
 		})
+	}
+}
+
+// checkInlineShortcut runs the full ModifyPlan on state and plan (models of
+// schema) and checks that unchangedInlinePlan takes its shortcut exactly
+// when that ModifyPlan leaves the state unchanged, and that both agree
+// with wantShort.
+func checkInlineShortcut[M any](t *testing.T, schema rschema.Schema, state, plan *M, identity func(map[string]tftypes.Value) (id, source string, ok bool),
+	modifyPlan func(context.Context, resource.ModifyPlanRequest, *resource.ModifyPlanResponse), wantShort bool) {
+	t.Helper()
+	ctx := t.Context()
+	raw := func(m *M) tftypes.Value {
+		s := tfsdk.State{Schema: schema, Raw: tftypes.NewValue(schema.Type().TerraformType(ctx), nil)}
+		if diags := s.Set(ctx, m); diags.HasError() {
+			t.Fatal(diags)
+		}
+		return s.Raw
+	}
+	req := resource.ModifyPlanRequest{
+		State: tfsdk.State{Schema: schema, Raw: raw(state)},
+		Plan:  tfsdk.Plan{Schema: schema, Raw: raw(plan)},
+	}
+	short := unchangedInlinePlan(req.Plan.Raw, req.State.Raw, identity)
+	resp := resource.ModifyPlanResponse{Plan: req.Plan}
+	modifyPlan(ctx, req, &resp)
+	if resp.Diagnostics.HasError() {
+		t.Fatal(resp.Diagnostics)
+	}
+	unchanged := resp.Plan.Raw.Equal(req.State.Raw)
+	if short != wantShort || unchanged != wantShort {
+		t.Errorf("shortcut taken %v, full ModifyPlan leaves the state unchanged %v; want both %v", short, unchanged, wantShort)
 	}
 }
 
