@@ -39,18 +39,9 @@ func StatusPolicy(c Config) install.Policy {
 	if t == (kmshealth.Target{}) {
 		t = kmshealth.DefaultTarget()
 	}
-	return install.Policy{
-		Name:           c.PolicyName(),
-		Labels:         c.Labels(ComponentAdmission),
-		ServiceAccount: c.Namespace + "/" + c.ServiceAccountName(),
-		Group:          t.Group,
-		Resources:      []string{t.Resource + "/status"},
-		Operations:     []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
-		Variables: [][2]string{
-			{"nodeNames", "request.userInfo.?extra[?'authentication.kubernetes.io/node-name'].orValue([])"},
-			{"ownType", "'" + kmshealth.ReporterConditionPrefix + "' + (size(variables.nodeNames) == 1 ? variables.nodeNames[0] : '')"},
-			{"oldStatus", "oldObject.?status.orValue({})"},
-			{"newStatus", "object.?status.orValue({})"},
+	return reporterPolicy(c, t,
+		[2]string{"ownType", "'" + kmshealth.ReporterConditionPrefix + "' + (size(variables.nodeNames) == 1 ? variables.nodeNames[0] : '')"},
+		[][2]string{
 			{"oldConds", "variables.oldStatus.?conditions.orValue([])"},
 			{"newConds", "variables.newStatus.?conditions.orValue([])"},
 			{"oldOthers", "variables.oldConds.filter(c, c.type != variables.ownType)"},
@@ -60,18 +51,8 @@ func StatusPolicy(c Config) install.Policy {
 			{"oldMsg", "size(variables.oldOwn) == 1 ? variables.oldOwn[0].?message.orValue('') : ''"},
 			{"newMsg", "size(variables.newOwn) == 1 ? variables.newOwn[0].?message.orValue('') : ''"},
 			{"lastChecked", `variables.newMsg.findAll('"lastChecked"\\s*:\\s*"[^"]*"').map(m, m.split('"')[3])`},
-			{"allTimes", "object.metadata.?managedFields.orValue([]).filter(e, has(e.time)).map(e, timestamp(e.time))"},
-			{"serverTimes", "object.metadata.?managedFields.orValue([]).filter(e, has(e.time) && !(e in oldObject.metadata.?managedFields.orValue([]))).map(e, timestamp(e.time))"},
 		},
-		Rules: []install.PolicyRule{
-			{
-				Expression: "size(variables.nodeNames) == 1",
-				Message:    "a kmshealth reporter's token must be bound to a pod on a node (the user extra authentication.kubernetes.io/node-name is missing)",
-			},
-			{
-				Expression: install.UnchangedBut("object", "oldObject", "['status', 'metadata']"),
-				Message:    "a kmshealth reporter may change only .status",
-			},
+		[]install.PolicyRule{
 			{
 				Expression: install.UnchangedBut("variables.newStatus", "variables.oldStatus", "['conditions']"),
 				Message:    "a kmshealth reporter may change only .status.conditions",
@@ -104,8 +85,7 @@ func StatusPolicy(c Config) install.Policy {
 				Expression: notAheadOfServer("variables.newMsg == variables.oldMsg"),
 				Message:    fmt.Sprintf("lastChecked in a kmshealth report may not be more than %s ahead of the API server's clock", kmshealth.MaxClockSkew),
 			},
-		},
-	}
+		})
 }
 
 // typedStatusPolicy is StatusPolicy for a reporter that writes OpenShift's
@@ -119,19 +99,9 @@ func StatusPolicy(c Config) install.Policy {
 // published schema makes lastCheckedTime a date-time, and the policy
 // still requires the RFC 3339 form before it reads one as a timestamp.
 func typedStatusPolicy(c Config) install.Policy {
-	t := c.Target
-	return install.Policy{
-		Name:           c.PolicyName(),
-		Labels:         c.Labels(ComponentAdmission),
-		ServiceAccount: c.Namespace + "/" + c.ServiceAccountName(),
-		Group:          t.Group,
-		Resources:      []string{t.Resource + "/status"},
-		Operations:     []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
-		Variables: [][2]string{
-			{"nodeNames", "request.userInfo.?extra[?'authentication.kubernetes.io/node-name'].orValue([])"},
-			{"node", "size(variables.nodeNames) == 1 ? variables.nodeNames[0] : ''"},
-			{"oldStatus", "oldObject.?status.orValue({})"},
-			{"newStatus", "object.?status.orValue({})"},
+	return reporterPolicy(c, c.Target,
+		[2]string{"node", "size(variables.nodeNames) == 1 ? variables.nodeNames[0] : ''"},
+		[][2]string{
 			{"oldEncryption", "variables.oldStatus.?encryptionStatus.orValue({})"},
 			{"newEncryption", "variables.newStatus.?encryptionStatus.orValue({})"},
 			{"oldReports", "variables.oldEncryption.?healthReports.orValue([])"},
@@ -141,18 +111,8 @@ func typedStatusPolicy(c Config) install.Policy {
 			{"oldOwn", "variables.oldReports.filter(r, r.nodeName == variables.node)"},
 			{"newOwn", "variables.newReports.filter(r, r.nodeName == variables.node)"},
 			{"lastChecked", "variables.newOwn.map(r, r.?lastCheckedTime.orValue(''))"},
-			{"allTimes", "object.metadata.?managedFields.orValue([]).filter(e, has(e.time)).map(e, timestamp(e.time))"},
-			{"serverTimes", "object.metadata.?managedFields.orValue([]).filter(e, has(e.time) && !(e in oldObject.metadata.?managedFields.orValue([]))).map(e, timestamp(e.time))"},
 		},
-		Rules: []install.PolicyRule{
-			{
-				Expression: "size(variables.nodeNames) == 1",
-				Message:    "a kmshealth reporter's token must be bound to a pod on a node (the user extra authentication.kubernetes.io/node-name is missing)",
-			},
-			{
-				Expression: install.UnchangedBut("object", "oldObject", "['status', 'metadata']"),
-				Message:    "a kmshealth reporter may change only .status",
-			},
+		[]install.PolicyRule{
 			{
 				Expression: install.UnchangedBut("variables.newStatus", "variables.oldStatus", "['encryptionStatus']"),
 				Message:    "a kmshealth reporter writing OpenShift's typed reports may change only .status.encryptionStatus.healthReports",
@@ -177,7 +137,45 @@ func typedStatusPolicy(c Config) install.Policy {
 				Expression: notAheadOfServer("variables.newOwn == variables.oldOwn"),
 				Message:    fmt.Sprintf("lastCheckedTime in a kmshealth reporter's healthReports entries may not be more than %s ahead of the API server's clock", kmshealth.MaxClockSkew),
 			},
-		},
+		})
+}
+
+// reporterPolicy is what both status policies share: the policy on
+// updates of t's status by the reporter's ServiceAccount; the variables
+// nodeNames (the node the token is bound to), then nodeVar (the policy's
+// name for that node's own part), oldStatus and newStatus, then vars, then
+// allTimes and serverTimes (the managedFields times notAheadOfServer reads
+// the API server's clock from); and the rules that the token is bound to a
+// node and that only .status changes, then rules.
+func reporterPolicy(c Config, t kmshealth.Target, nodeVar [2]string, vars [][2]string, rules []install.PolicyRule) install.Policy {
+	variables := append([][2]string{
+		{"nodeNames", "request.userInfo.?extra[?'authentication.kubernetes.io/node-name'].orValue([])"},
+		nodeVar,
+		{"oldStatus", "oldObject.?status.orValue({})"},
+		{"newStatus", "object.?status.orValue({})"},
+	}, vars...)
+	variables = append(variables,
+		[2]string{"allTimes", "object.metadata.?managedFields.orValue([]).filter(e, has(e.time)).map(e, timestamp(e.time))"},
+		[2]string{"serverTimes", "object.metadata.?managedFields.orValue([]).filter(e, has(e.time) && !(e in oldObject.metadata.?managedFields.orValue([]))).map(e, timestamp(e.time))"},
+	)
+	return install.Policy{
+		Name:           c.PolicyName(),
+		Labels:         c.Labels(ComponentAdmission),
+		ServiceAccount: c.Namespace + "/" + c.ServiceAccountName(),
+		Group:          t.Group,
+		Resources:      []string{t.Resource + "/status"},
+		Operations:     []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+		Variables:      variables,
+		Rules: append([]install.PolicyRule{
+			{
+				Expression: "size(variables.nodeNames) == 1",
+				Message:    "a kmshealth reporter's token must be bound to a pod on a node (the user extra authentication.kubernetes.io/node-name is missing)",
+			},
+			{
+				Expression: install.UnchangedBut("object", "oldObject", "['status', 'metadata']"),
+				Message:    "a kmshealth reporter may change only .status",
+			},
+		}, rules...),
 	}
 }
 
