@@ -287,33 +287,9 @@ func TestAccKMSKeyUsage_badInput(t *testing.T) {
 // naming the rule to add; with it, the same credentials read.
 func TestAccKMSKeyUsage_forbidden(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	tg := newKMSHealthTarget(t)
 	mustReport(t, tg, "cp-1", healthyPlugin("1", env.KMS.KeyID(), reportNow()))
-	ns := uniqueName(t)
-	mustCreateNamespace(t, ns)
-	sa := "reader"
-	if _, err := env.Clientset().CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: ns + "-reader"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{kmshealth.Group}, Resources: []string{kmshealth.Resource}, ResourceNames: []string{tg.Name}, Verbs: []string{"get"}}},
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}},
-	}
-	rbac := env.Clientset().RbacV1()
-	if _, err := rbac.ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rbac.ClusterRoles().Delete(ctx, role.Name, metav1.DeleteOptions{}) })
-	if _, err := rbac.ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rbac.ClusterRoleBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{}) })
+	ns, sa, changeRole := getOnlyReader(t, tg)
 	config := fmt.Sprintf("provider \"kmshealth\" {\n  config_path = %q\n}\n\ndata \"kmshealth_kms_key_usage\" \"test\" {\n%s\n}\n",
 		serviceAccountKubeconfig(t, ns, sa), targetArg(tg))
 	resource.Test(t, resource.TestCase{
@@ -325,10 +301,9 @@ func TestAccKMSKeyUsage_forbidden(t *testing.T) {
 			},
 			{
 				PreConfig: func() {
-					role.Rules = append(role.Rules, rbacv1.PolicyRule{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}})
-					if _, err := rbac.ClusterRoles().Update(ctx, role, metav1.UpdateOptions{}); err != nil {
-						t.Fatal(err)
-					}
+					changeRole(func(role *rbacv1.ClusterRole) {
+						role.Rules = append(role.Rules, rbacv1.PolicyRule{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}})
+					})
 				},
 				Config: config,
 				Check: resource.ComposeAggregateTestCheckFunc(

@@ -625,34 +625,9 @@ func TestAccKMSPluginHealth_missingTarget(t *testing.T) {
 // silent timeout.
 func TestAccKMSPluginHealth_forbidden(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	tg := newKMSHealthTarget(t)
 	mustReport(t, tg, "cp-a", unhealthyPlugin("1", "k-1", "down", reportNow()))
-	ns := uniqueName(t)
-	mustCreateNamespace(t, ns)
-	sa := "reader"
-	if _, err := env.Clientset().CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// get on this one object only: no list, no watch.
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: ns + "-get-only"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{kmshealth.Group}, Resources: []string{kmshealth.Resource}, ResourceNames: []string{tg.Name}, Verbs: []string{"get"}}},
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}},
-	}
-	rbac := env.Clientset().RbacV1()
-	if _, err := rbac.ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rbac.ClusterRoles().Delete(ctx, role.Name, metav1.DeleteOptions{}) })
-	if _, err := rbac.ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rbac.ClusterRoleBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{}) })
+	ns, sa, changeRole := getOnlyReader(t, tg)
 	config := func(target kmshealth.Target, body string) string {
 		return fmt.Sprintf("provider \"kmshealth\" {\n  config_path = %q\n}\n\ndata \"kmshealth_kms_plugin_health\" \"test\" {\n%s%s\n}\n",
 			serviceAccountKubeconfig(t, ns, sa), targetArg(target), body)
@@ -684,10 +659,7 @@ func TestAccKMSPluginHealth_forbidden(t *testing.T) {
 			// enough to wait: the watch runs to the end of wait_timeout.
 			{
 				PreConfig: func() {
-					role.Rules[0].Verbs = []string{"get", "list", "watch"}
-					if _, err := rbac.ClusterRoles().Update(ctx, role, metav1.UpdateOptions{}); err != nil {
-						t.Fatal(err)
-					}
+					changeRole(func(role *rbacv1.ClusterRole) { role.Rules[0].Verbs = []string{"get", "list", "watch"} })
 				},
 				Config: config(tg, `wait_timeout = "2s"`),
 				Check:  resource.TestCheckResourceAttr(healthAddr, "healthy", "false"),
@@ -742,5 +714,45 @@ func TestKMSPluginHealthDefaults(t *testing.T) {
 	}
 	if q.expectedNodes != nil {
 		t.Errorf("expected nodes %v, want nil (every node that reported)", q.expectedNodes)
+	}
+}
+
+// getOnlyReader makes a ServiceAccount in a namespace of its own, bound to
+// a ClusterRole that grants get on tg alone (no list, no watch), and
+// returns the namespace, the account, and changeRole, which updates the
+// role with what change does to it (for a step that grants more).
+func getOnlyReader(t *testing.T, tg kmshealth.Target) (ns, sa string, changeRole func(change func(*rbacv1.ClusterRole))) {
+	t.Helper()
+	ctx := context.Background()
+	ns = uniqueName(t)
+	mustCreateNamespace(t, ns)
+	sa = "reader"
+	if _, err := env.Clientset().CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-reader"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{kmshealth.Group}, Resources: []string{kmshealth.Resource}, ResourceNames: []string{tg.Name}, Verbs: []string{"get"}}},
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}},
+	}
+	rbac := env.Clientset().RbacV1()
+	if _, err := rbac.ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rbac.ClusterRoles().Delete(ctx, role.Name, metav1.DeleteOptions{}) })
+	if _, err := rbac.ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rbac.ClusterRoleBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{}) })
+	return ns, sa, func(change func(*rbacv1.ClusterRole)) {
+		t.Helper()
+		change(role)
+		if _, err := rbac.ClusterRoles().Update(ctx, role, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
