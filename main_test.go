@@ -1,7 +1,9 @@
 package main
 
 import (
+	"debug/elf"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -35,6 +37,44 @@ func TestReporterBuildLinksOnlyTheReporter(t *testing.T) {
 		for prefix, why := range forbidden {
 			if d == prefix || strings.HasPrefix(d, prefix+"/") || strings.HasPrefix(d, prefix+"-") {
 				t.Errorf("the reporter build links %s: %s", d, why)
+			}
+		}
+	}
+}
+
+// TestInClusterBuildLinksNoWholeClientset: the image's reconciler build
+// (-tags incluster) builds only the typed clients it calls (package
+// kube/clientset), so the linker leaves out the typed clients of every
+// other API group. A *kubernetes.Clientset made anywhere in the reconcile
+// path (kubernetes.NewForConfig, or one converted to an interface) would
+// bring them all back: 7.5 MB of the file, and the pages the kernel maps
+// around them (BENCHMARKS.md, "Slim in-cluster build").
+func TestInClusterBuildLinksNoWholeClientset(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "incluster")
+	if out, err := exec.Command("go", "build", "-tags", "incluster", "-ldflags=-w", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags incluster: %v\n%s", err, out)
+	}
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatalf("open the binary: %v", err)
+	}
+	defer func() { _ = f.Close() }()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatalf("read the symbol table: %v", err)
+	}
+	if len(syms) < 1000 {
+		t.Fatalf("the binary has %d symbols: the check would prove nothing", len(syms))
+	}
+	forbidden := []string{
+		"k8s.io/client-go/kubernetes.(*Clientset).",
+		"k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset.(*Clientset).",
+		"k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset.(*Clientset).",
+	}
+	for _, s := range syms {
+		for _, prefix := range forbidden {
+			if strings.HasPrefix(s.Name, prefix) {
+				t.Errorf("the in-cluster build links %s: build the reconciler's clients with package kube/clientset", s.Name)
 			}
 		}
 	}

@@ -15,11 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	"k8s.io/client-go/kubernetes"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	apiregclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset/typed/apiregistration/v1"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube/clientset"
 )
 
 // Names shared with the reconciler and the docs.
@@ -263,13 +263,13 @@ func dryRun(on bool) []string {
 // EnsureInlineConfigMap writes an inline bundle into the ConfigMap kmshealth
 // owns for the APIService and returns it as the Source. It refuses to take
 // over a ConfigMap of that name that kmshealth did not create.
-func EnsureInlineConfigMap(ctx context.Context, core kubernetes.Interface, namespace, apiservice string, bundle []byte, manager string) (Source, error) {
+func EnsureInlineConfigMap(ctx context.Context, core clientset.Core, namespace, apiservice string, bundle []byte, manager string) (Source, error) {
 	return ensureInline(ctx, core, namespace, InlineConfigMapName(apiservice), apiservice, "APIService name", bundle, manager)
 }
 
 // ensureInline writes bundle into the inline ConfigMap name, annotated
 // with the target (owner) it feeds; what names the target in errors.
-func ensureInline(ctx context.Context, core kubernetes.Interface, namespace, name, owner, what string, bundle []byte, manager string) (Source, error) {
+func ensureInline(ctx context.Context, core clientset.Core, namespace, name, owner, what string, bundle []byte, manager string) (Source, error) {
 	src := Source{Kind: KindConfigMap, Namespace: namespace, Name: name, Key: InlineKey}
 	cms := core.CoreV1().ConfigMaps(namespace)
 	existing, err := cms.Get(ctx, src.Name, metav1.GetOptions{})
@@ -298,11 +298,11 @@ func ensureInline(ctx context.Context, core kubernetes.Interface, namespace, nam
 }
 
 // DeleteInlineConfigMap deletes the inline ConfigMap if kmshealth created it.
-func DeleteInlineConfigMap(ctx context.Context, core kubernetes.Interface, namespace, apiservice string) error {
+func DeleteInlineConfigMap(ctx context.Context, core clientset.Core, namespace, apiservice string) error {
 	return deleteInline(ctx, core, namespace, InlineConfigMapName(apiservice))
 }
 
-func deleteInline(ctx context.Context, core kubernetes.Interface, namespace, name string) error {
+func deleteInline(ctx context.Context, core clientset.Core, namespace, name string) error {
 	cms := core.CoreV1().ConfigMaps(namespace)
 	cm, err := cms.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {

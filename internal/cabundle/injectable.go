@@ -13,15 +13,14 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsv1ac "k8s.io/apiextensions-apiserver/pkg/client/applyconfiguration/apiextensions/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	admissionregistrationv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
-	"k8s.io/client-go/kubernetes"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
-	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube/clientset"
 )
 
 // Kinds of objects a caBundle is injected into (cert-manager's cainjector
@@ -67,9 +66,9 @@ type Injectable interface {
 
 // Clients are the clients the injectables need.
 type Clients struct {
-	Core       kubernetes.Interface
-	Aggregator aggregator.Interface
-	Extensions apiextensionsclient.Interface
+	Core       clientset.Core
+	Aggregator clientset.Aggregator
+	Extensions clientset.Extensions
 }
 
 // Kinds are the injectable kinds, in the order the docs list them.
@@ -135,12 +134,12 @@ func TargetInlineConfigMapName(t Target) string {
 }
 
 // EnsureTargetInlineConfigMap is EnsureInlineConfigMap for any target.
-func EnsureTargetInlineConfigMap(ctx context.Context, core kubernetes.Interface, namespace string, t Target, bundle []byte, manager string) (Source, error) {
+func EnsureTargetInlineConfigMap(ctx context.Context, core clientset.Core, namespace string, t Target, bundle []byte, manager string) (Source, error) {
 	return ensureInline(ctx, core, namespace, TargetInlineConfigMapName(t), t.String(), t.Kind+" name", bundle, manager)
 }
 
 // DeleteTargetInlineConfigMap is DeleteInlineConfigMap for any target.
-func DeleteTargetInlineConfigMap(ctx context.Context, core kubernetes.Interface, namespace string, t Target) error {
+func DeleteTargetInlineConfigMap(ctx context.Context, core clientset.Core, namespace string, t Target) error {
 	return deleteInline(ctx, core, namespace, TargetInlineConfigMapName(t))
 }
 
@@ -311,7 +310,7 @@ func webhookBundlePath(slot string) []string {
 	return []string{"f:webhooks", "k:" + string(key), "f:clientConfig", "f:caBundle"}
 }
 
-type validatingInjectable struct{ c kubernetes.Interface }
+type validatingInjectable struct{ c clientset.Core }
 
 func (validatingInjectable) Kind() string { return KindValidatingWebhookConfiguration }
 
@@ -355,7 +354,7 @@ func (i validatingInjectable) apply(ctx context.Context, name string, uid types.
 	return out, nil
 }
 
-type mutatingInjectable struct{ c kubernetes.Interface }
+type mutatingInjectable struct{ c clientset.Core }
 
 func (mutatingInjectable) Kind() string { return KindMutatingWebhookConfiguration }
 
@@ -399,7 +398,7 @@ func (i mutatingInjectable) apply(ctx context.Context, name string, uid types.UI
 	return out, nil
 }
 
-type crdInjectable struct{ c apiextensionsclient.Interface }
+type crdInjectable struct{ c clientset.Extensions }
 
 func (crdInjectable) Kind() string { return KindCustomResourceDefinition }
 
@@ -456,7 +455,7 @@ func (i crdInjectable) apply(ctx context.Context, name string, uid types.UID, an
 // apiServiceInjectable is the APIService in the same shape; its own
 // functions (Ensure, InSync, Release) remain what the APIService resource
 // and controller call.
-type apiServiceInjectable struct{ c aggregator.Interface }
+type apiServiceInjectable struct{ c clientset.Aggregator }
 
 func (apiServiceInjectable) Kind() string { return KindAPIService }
 

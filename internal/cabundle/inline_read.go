@@ -7,7 +7,8 @@ import (
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube/clientset"
 )
 
 // InlineReader reads inline ConfigMaps for one provider process: the
@@ -41,7 +42,7 @@ type inlineList struct {
 }
 
 // Read returns the bytes under src's key, as ReadSource does.
-func (r *InlineReader) Read(ctx context.Context, core kubernetes.Interface, src Source) ([]byte, error) {
+func (r *InlineReader) Read(ctx context.Context, core clientset.Core, src Source) ([]byte, error) {
 	if r == nil || src.Kind != KindConfigMap {
 		return ReadSource(ctx, core, src)
 	}
@@ -66,7 +67,7 @@ func (r *InlineReader) Read(ctx context.Context, core kubernetes.Interface, src 
 // returns a function that waits for its result (the same result on every
 // call): a refresh that needs both the kept object and its inline
 // ConfigMap then costs one round trip, not two.
-func (r *InlineReader) ReadAhead(ctx context.Context, core kubernetes.Interface, src Source) func() ([]byte, error) {
+func (r *InlineReader) ReadAhead(ctx context.Context, core clientset.Core, src Source) func() ([]byte, error) {
 	return ahead(func() ([]byte, error) { return r.Read(ctx, core, src) })
 }
 
@@ -154,7 +155,7 @@ func (r *InlineReader) wrote(namespace string) bool {
 // load LISTs the inline ConfigMaps of namespace. A failure leaves ok false
 // and is not reported: each read then GETs its own ConfigMap (and, when
 // the failure was ctx ending, the next read LISTs again).
-func (l *inlineList) load(ctx context.Context, core kubernetes.Interface, namespace string) {
+func (l *inlineList) load(ctx context.Context, core clientset.Core, namespace string) {
 	list, err := core.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{LabelSelector: InlineLabel + "=" + InlineLabelValue})
 	if err != nil {
 		l.canceled = ctx.Err() != nil

@@ -12,7 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/kubernetes"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube/clientset"
 )
 
 // Source kinds.
@@ -70,7 +71,7 @@ func (s Source) Validate() error {
 var ErrSourceMissing = errors.New("CA bundle source missing")
 
 // ReadSource returns the bytes under the source's key.
-func ReadSource(ctx context.Context, core kubernetes.Interface, s Source) ([]byte, error) {
+func ReadSource(ctx context.Context, core clientset.Core, s Source) ([]byte, error) {
 	var data map[string][]byte
 	switch s.Kind {
 	case KindSecret:

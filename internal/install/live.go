@@ -10,13 +10,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube/clientset"
 )
 
 // Clients are what the installers talk to the API server with.
 type Clients struct {
 	Dynamic dynamic.Interface
-	Core    kubernetes.Interface
+	Core    clientset.Core
 }
 
 func (cl Clients) resource(id ID) dynamic.ResourceInterface {

@@ -5,9 +5,9 @@ import (
 	"errors"
 
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube/clientset"
 )
 
 // inlineRead is the read of an inline bundle's ConfigMap that a caBundle
@@ -26,7 +26,7 @@ type inlineRead struct {
 // startInlineRead reads src ahead when the state holds an inline bundle
 // (inline, with an applied value). namespace defaults as Read defaults
 // bundle_namespace.
-func startInlineRead(ctx context.Context, core kubernetes.Interface, reader *cabundle.InlineReader, inline, imported bool, src cabundle.Source) *inlineRead {
+func startInlineRead(ctx context.Context, core clientset.Core, reader *cabundle.InlineReader, inline, imported bool, src cabundle.Source) *inlineRead {
 	if !inline || imported || core == nil {
 		return nil
 	}
@@ -39,7 +39,7 @@ func startInlineRead(ctx context.Context, core kubernetes.Interface, reader *cab
 // heldIn returns the bundle our inline ConfigMap src holds, "" when the
 // ConfigMap or its key is missing: the read started ahead when it was for
 // src, else a read now.
-func heldIn(ctx context.Context, core kubernetes.Interface, ahead *inlineRead, src cabundle.Source) (string, error) {
+func heldIn(ctx context.Context, core clientset.Core, ahead *inlineRead, src cabundle.Source) (string, error) {
 	var held []byte
 	var err error
 	if ahead != nil && ahead.src == src {

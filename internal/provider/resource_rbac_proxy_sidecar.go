@@ -27,9 +27,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube/clientset"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/rbacproxy"
 )
 
@@ -471,7 +471,7 @@ func (r *rbacProxyResource) Read(ctx context.Context, req resource.ReadRequest, 
 }
 
 // adopt fills an imported state from the record in the config ConfigMap.
-func (r *rbacProxyResource) adopt(ctx context.Context, cs kubernetes.Interface, t rbacproxy.Target, state *rbacProxyModel, diags *diag.Diagnostics) bool {
+func (r *rbacProxyResource) adopt(ctx context.Context, cs clientset.Core, t rbacproxy.Target, state *rbacProxyModel, diags *diag.Diagnostics) bool {
 	name := rbacproxy.ObjectName(t)
 	cm, err := cs.CoreV1().ConfigMaps(t.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {

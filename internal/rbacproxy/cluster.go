@@ -19,10 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/client-go/kubernetes"
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube/clientset"
 )
 
 // This file is the part of the package that talks to the API server. The
@@ -198,7 +198,7 @@ func (w *LiveWorkload) ServiceAccount() string {
 
 // GetWorkload reads the workload t names; a NotFound error (apierrors) when
 // it does not exist.
-func GetWorkload(ctx context.Context, cs kubernetes.Interface, t Target) (*LiveWorkload, error) {
+func GetWorkload(ctx context.Context, cs clientset.Core, t Target) (*LiveWorkload, error) {
 	var (
 		w   *LiveWorkload
 		err error

@@ -8,22 +8,20 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
-	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/controller"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/incluster"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube/clientset"
 )
 
 // Main is `terraform-provider-kmshealth reconcile [flags]`; it returns the
@@ -48,14 +46,17 @@ var requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 
 func init() { controller.MustRegister(requests) }
 
-// Clients are the API clients the controllers use.
+// Clients are the API clients the controllers use. The typed ones are
+// built by package clientset with only the groups the patterns call, never
+// a whole kubernetes.Clientset: a binary that builds none links none of the
+// other groups' client code (BENCHMARKS.md, "Slim in-cluster build").
 type Clients struct {
 	Config     *rest.Config
-	Core       kubernetes.Interface
-	Aggregator aggregator.Interface
+	Core       clientset.Core
+	Aggregator clientset.Aggregator
 	Dynamic    dynamic.Interface
 	Metadata   metadata.Interface
-	Extensions apiextensionsclient.Interface
+	Extensions clientset.Extensions
 }
 
 func newClients(cfg *rest.Config) (*Clients, error) {
@@ -63,10 +64,10 @@ func newClients(cfg *rest.Config) (*Clients, error) {
 	cfg.Wrap(kube.CountRequests(func(verb, resource string) { requests.WithLabelValues(verb, resource).Inc() }))
 	c := &Clients{Config: cfg}
 	var err error
-	if c.Core, err = kubernetes.NewForConfig(cfg); err != nil {
+	if c.Core, err = clientset.NewCore(cfg); err != nil {
 		return nil, err
 	}
-	if c.Aggregator, err = aggregator.NewForConfig(cfg); err != nil {
+	if c.Aggregator, err = clientset.NewAggregator(cfg); err != nil {
 		return nil, err
 	}
 	if c.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
@@ -75,7 +76,7 @@ func newClients(cfg *rest.Config) (*Clients, error) {
 	if c.Metadata, err = metadata.NewForConfig(cfg); err != nil {
 		return nil, err
 	}
-	if c.Extensions, err = apiextensionsclient.NewForConfig(cfg); err != nil {
+	if c.Extensions, err = clientset.NewExtensions(cfg); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -9,7 +9,7 @@
 //	go run ./internal/cmd/bench tlsprofile [-changes=50]
 //	go run ./internal/cmd/bench pod       [-corruptions=50] [-apiservices=200]   (root, Linux)
 //	go run ./internal/cmd/bench reporter  [-plugins=2] [-intervals=3] [-tags=reportonly,grpcnotrace] [-compare]   (root, Linux)
-//	go run ./internal/cmd/bench peer      [-counts=1,200] [-rounds=3] [-corruptions=30]
+//	go run ./internal/cmd/bench peer      [-counts=1,200] [-rounds=3] [-corruptions=30] [-bin=path]
 //	go run ./internal/cmd/bench reencrypt [-secrets=10000] [-concurrency=8] [-page=500]
 //	go run ./internal/cmd/bench all
 //

@@ -28,7 +28,7 @@ import (
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
 )
 
-const peerUsage = "peer [-counts=1,200] [-rounds=3] [-corruptions=30]   (builds tools/install.sh cainjector on first use)"
+const peerUsage = "peer [-counts=1,200] [-rounds=3] [-corruptions=30] [-bin=path]   (builds tools/install.sh cainjector on first use)"
 
 // cert-manager's annotations: the APIService names its CA Secret, and the
 // Secret allows being injected from directly (cainjector refuses a Secret
@@ -44,6 +44,9 @@ type peerOptions struct {
 	counts      []int // kept APIServices, each measured in turn
 	rounds      int   // rounds per side and count, alternating ours and theirs
 	corruptions int   // timed restores per round
+	// bin is our binary built beforehand (e.g. with -tags incluster, as the
+	// image's reconciler is); empty builds this checkout's provider binary.
+	bin string
 }
 
 func parsePeerFlags(args []string) (peerOptions, error) {
@@ -52,6 +55,7 @@ func parsePeerFlags(args []string) (peerOptions, error) {
 	counts := fs.String("counts", "1,200", "comma-separated numbers of kept APIServices, ascending")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds per side and count (ours, theirs, ours, …)")
 	fs.IntVar(&o.corruptions, "corruptions", 30, "timed restores per round")
+	fs.StringVar(&o.bin, "bin", "", "our binary built beforehand (e.g. go build -tags incluster, as the image runs it; default: build this checkout's provider)")
 	if err := parseFlags(fs, args, peerUsage); err != nil {
 		return o, err
 	}
@@ -133,7 +137,7 @@ func (o peerOptions) run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("cert-manager's cainjector: %w", err)
 	}
-	bin, env, cleanup, err := binaryAndControlPlane(ctx)
+	bin, env, cleanup, err := prebuiltOrBuild(ctx, o.bin)
 	if err != nil {
 		return err
 	}
