@@ -2,10 +2,12 @@ package main
 
 import (
 	"debug/elf"
+	"fmt"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/gobuild"
 )
 
 // TestReporterBuildLinksOnlyTheReporter: the image's reporter build
@@ -49,19 +51,24 @@ func TestReporterBuildLinksOnlyTheReporter(t *testing.T) {
 // path (kubernetes.NewForConfig, or one converted to an interface) would
 // bring them all back: 7.5 MB of the file, and the pages the kernel maps
 // around them (BENCHMARKS.md, "Slim in-cluster build").
+//
+// The binary is linked by gobuild into build/bin, so a run with the same
+// sources reads the symbols of the binary the last run linked.
 func TestInClusterBuildLinksNoWholeClientset(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "incluster")
-	if out, err := exec.Command("go", "build", "-tags", "incluster", "-ldflags=-w", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build -tags incluster: %v\n%s", err, out)
-	}
-	f, err := elf.Open(bin)
+	var syms []elf.Symbol
+	err := gobuild.Binary(t.Context(), ".", "incluster-symbols", ".", nil, []string{"-tags", "incluster", "-ldflags=-w"}, func(bin string) error {
+		f, err := elf.Open(bin)
+		if err != nil {
+			return fmt.Errorf("open the binary: %w", err)
+		}
+		defer func() { _ = f.Close() }()
+		if syms, err = f.Symbols(); err != nil {
+			return fmt.Errorf("read the symbol table: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
-		t.Fatalf("open the binary: %v", err)
-	}
-	defer func() { _ = f.Close() }()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatalf("read the symbol table: %v", err)
+		t.Fatalf("the in-cluster build (-tags incluster): %v", err)
 	}
 	if len(syms) < 1000 {
 		t.Fatalf("the binary has %d symbols: the check would prove nothing", len(syms))
