@@ -55,6 +55,9 @@ type Clients struct {
 	Aggregator aggregator.Interface
 	Dynamic    dynamic.Interface
 	Metadata   metadata.Interface
+	// Raw is the unversioned REST client the dynamic and metadata kinds'
+	// watches read (controller.NewRawClient); Dynamic is built on it.
+	Raw        rest.Interface
 	Extensions apiextensionsclient.Interface
 }
 
@@ -69,9 +72,11 @@ func newClients(cfg *rest.Config) (*Clients, error) {
 	if c.Aggregator, err = aggregator.NewForConfig(cfg); err != nil {
 		return nil, err
 	}
-	if c.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+	raw, err := controller.NewRawClient(cfg)
+	if err != nil {
 		return nil, err
 	}
+	c.Raw, c.Dynamic = raw, dynamic.New(raw)
 	if c.Metadata, err = metadata.NewForConfig(cfg); err != nil {
 		return nil, err
 	}
