@@ -231,12 +231,9 @@ func (s *stream) differ(old, cur map[string]any) []string {
 // reads the response itself (frames): the stream's goroutine is the only
 // one of ours per watch, and an idle watch holds no buffer.
 func (s *stream) watch(ctx context.Context, rv string, notify func(keys []string)) (string, error) {
-	timeout := int64(minWatchTimeout.Seconds() * (1 + rand.Float64()))
-	opts := metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true, TimeoutSeconds: &timeout}
-	s.tweak(&opts)
-	body, err := s.ref.Kind.openWatch(ctx, s.ref.Namespace, opts)
+	body, err := s.open(ctx, rv)
 	if err != nil {
-		return rv, fmt.Errorf("watch %s: %w", s.ref, err)
+		return rv, err
 	}
 	f := &frames{r: body}
 	defer func() {
@@ -257,53 +254,78 @@ func (s *stream) watch(ctx context.Context, rv string, notify func(keys []string
 			}
 			return rv, fmt.Errorf("watch %s: read an event: %w", s.ref, err)
 		}
-		var ev metav1.WatchEvent
-		if err := utiljson.Unmarshal(frame, &ev); err != nil {
-			return rv, fmt.Errorf("watch %s: decode an event: %w", s.ref, err)
+		if rv, err = s.event(frame, rv, notify); err != nil {
+			return rv, err
 		}
-		typ := watch.EventType(ev.Type)
-		switch typ {
-		case watch.Error:
-			status := &metav1.Status{}
-			if err := utiljson.Unmarshal(ev.Object.Raw, status); err != nil {
-				return rv, fmt.Errorf("watch %s: decode an error event: %w", s.ref, err)
-			}
-			return rv, fmt.Errorf("watch %s: %w", s.ref, apierrors.FromObject(status))
-		case watch.Bookmark:
-			var m metav1.PartialObjectMetadata
-			if err := utiljson.Unmarshal(ev.Object.Raw, &m); err == nil && m.ResourceVersion != "" {
-				rv = m.ResourceVersion
-			}
-			continue
-		case watch.Added, watch.Modified, watch.Deleted:
-		default:
-			return rv, fmt.Errorf("watch %s: unexpected event %q", s.ref, ev.Type)
-		}
-		obj, err := s.ref.Kind.decode(ev.Object.Raw)
-		if err != nil {
-			return rv, fmt.Errorf("watch %s: %w", s.ref, err)
-		}
-		o, key, err := s.ref.Kind.keep(obj)
-		if err != nil {
-			return rv, fmt.Errorf("watch %s: %w", s.ref, err)
-		}
-		rv = resourceVersion(o)
-		s.mu.Lock()
-		old, had := s.objs[key]
-		if typ == watch.Deleted {
-			delete(s.objs, key)
-		} else {
-			if s.objs == nil {
-				s.objs = map[string]any{}
-			}
-			s.objs[key] = o
-		}
-		s.mu.Unlock()
-		if typ == watch.Modified && had && s.ref.Kind.Relevant != nil && !s.ref.Kind.Relevant(old, o) {
-			continue
-		}
-		notify([]string{key})
 	}
+}
+
+// open opens the watch from rv, with bookmarks, asking the server to end
+// it after minWatchTimeout to twice that.
+func (s *stream) open(ctx context.Context, rv string) (io.ReadCloser, error) {
+	timeout := int64(minWatchTimeout.Seconds() * (1 + rand.Float64()))
+	opts := metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true, TimeoutSeconds: &timeout}
+	s.tweak(&opts)
+	body, err := s.ref.Kind.openWatch(ctx, s.ref.Namespace, opts)
+	if err != nil {
+		return nil, fmt.Errorf("watch %s: %w", s.ref, err)
+	}
+	return body, nil
+}
+
+// event applies one watch event to what the stream holds and notifies,
+// returning the resourceVersion it brings (rv for an event that brings
+// none). It is a function of its own so that its locals are not on the
+// stack of a stream waiting for the next event: a goroutine's stack
+// shrinks only to what it uses while it waits.
+func (s *stream) event(frame []byte, rv string, notify func(keys []string)) (string, error) {
+	var ev metav1.WatchEvent
+	if err := utiljson.Unmarshal(frame, &ev); err != nil {
+		return rv, fmt.Errorf("watch %s: decode an event: %w", s.ref, err)
+	}
+	typ := watch.EventType(ev.Type)
+	switch typ {
+	case watch.Error:
+		status := &metav1.Status{}
+		if err := utiljson.Unmarshal(ev.Object.Raw, status); err != nil {
+			return rv, fmt.Errorf("watch %s: decode an error event: %w", s.ref, err)
+		}
+		return rv, fmt.Errorf("watch %s: %w", s.ref, apierrors.FromObject(status))
+	case watch.Bookmark:
+		var m metav1.PartialObjectMetadata
+		if err := utiljson.Unmarshal(ev.Object.Raw, &m); err == nil && m.ResourceVersion != "" {
+			rv = m.ResourceVersion
+		}
+		return rv, nil
+	case watch.Added, watch.Modified, watch.Deleted:
+	default:
+		return rv, fmt.Errorf("watch %s: unexpected event %q", s.ref, ev.Type)
+	}
+	obj, err := s.ref.Kind.decode(ev.Object.Raw)
+	if err != nil {
+		return rv, fmt.Errorf("watch %s: %w", s.ref, err)
+	}
+	o, key, err := s.ref.Kind.keep(obj)
+	if err != nil {
+		return rv, fmt.Errorf("watch %s: %w", s.ref, err)
+	}
+	rv = resourceVersion(o)
+	s.mu.Lock()
+	old, had := s.objs[key]
+	if typ == watch.Deleted {
+		delete(s.objs, key)
+	} else {
+		if s.objs == nil {
+			s.objs = map[string]any{}
+		}
+		s.objs[key] = o
+	}
+	s.mu.Unlock()
+	if typ == watch.Modified && had && s.ref.Kind.Relevant != nil && !s.ref.Kind.Relevant(old, o) {
+		return rv, nil
+	}
+	notify([]string{key})
+	return rv, nil
 }
 
 // keep transforms obj for the cache and returns its key.
