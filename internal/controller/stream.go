@@ -2,7 +2,9 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -11,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -33,16 +37,19 @@ const (
 // resourceVersion with bookmarks, re-opened from the last resourceVersion
 // seen when the server ends it (no request but the watch while idle), and
 // listed again only when the watch fails or the server says that version
-// is gone. One goroutine runs it, beside the client's own for the stream:
-// no reflector, DeltaFIFO, indexer or informer controller, which cost
-// about six goroutines and a hundred KiB of heap per watched object.
+// is gone. One goroutine runs it and reads the watch's response itself
+// (rawwatch.go), beside the HTTP/2 transport's one per open request: no
+// reflector, DeltaFIFO, indexer or informer controller (six goroutines and
+// about a hundred KiB of heap per watched object), and no client-go
+// StreamWatcher (a goroutine, a channel and a decoder's buffers more).
 //
 // A named Ref of a ClusterWide kind has no request of its own: its stream
 // is a view of the kind's one cluster-wide stream (parent), which holds
 // the objects and hands each event to the view of the object it is about.
 type stream struct {
 	ref    Ref
-	lw     *kube.RecordedListWatch // nil for a view
+	lw     *kube.RecordedListWatch   // its lists; nil for a view
+	tweak  func(*metav1.ListOptions) // selects the named object; a no-op for every object
 	cancel context.CancelFunc
 	users  map[string]struct{} // guarded by watches.mu
 	root   bool
@@ -220,58 +227,105 @@ func (s *stream) differ(old, cur map[string]any) []string {
 }
 
 // watch follows the stream from rv until the server ends it (nil error,
-// with the last resourceVersion seen, bookmarks included) or it fails.
+// with the last resourceVersion seen, bookmarks included) or it fails. It
+// reads the response itself (frames): the stream's goroutine is the only
+// one of ours per watch, and an idle watch holds no buffer.
 func (s *stream) watch(ctx context.Context, rv string, notify func(keys []string)) (string, error) {
+	body, err := s.open(ctx, rv)
+	if err != nil {
+		return rv, err
+	}
+	f := &frames{r: body}
+	defer func() {
+		_ = body.Close()
+		f.release()
+	}()
+	for {
+		frame, err := f.next()
+		if err != nil {
+			if ctx.Err() != nil {
+				return rv, ctx.Err()
+			}
+			// The server ended the watch (its timeout, a restart): open it
+			// again from rv, as client-go's StreamWatcher ends quietly on
+			// these.
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || utilnet.IsProbableEOF(err) {
+				return rv, nil
+			}
+			return rv, fmt.Errorf("watch %s: read an event: %w", s.ref, err)
+		}
+		if rv, err = s.event(frame, rv, notify); err != nil {
+			return rv, err
+		}
+	}
+}
+
+// open opens the watch from rv, with bookmarks, asking the server to end
+// it after minWatchTimeout to twice that.
+func (s *stream) open(ctx context.Context, rv string) (io.ReadCloser, error) {
 	timeout := int64(minWatchTimeout.Seconds() * (1 + rand.Float64()))
-	w, err := s.lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true, TimeoutSeconds: &timeout})
+	opts := metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true, TimeoutSeconds: &timeout}
+	s.tweak(&opts)
+	body, err := s.ref.Kind.openWatch(ctx, s.ref.Namespace, opts)
+	if err != nil {
+		return nil, fmt.Errorf("watch %s: %w", s.ref, err)
+	}
+	return body, nil
+}
+
+// event applies one watch event to what the stream holds and notifies,
+// returning the resourceVersion it brings (rv for an event that brings
+// none). It is a function of its own so that its locals are not on the
+// stack of a stream waiting for the next event: a goroutine's stack
+// shrinks only to what it uses while it waits.
+func (s *stream) event(frame []byte, rv string, notify func(keys []string)) (string, error) {
+	var ev metav1.WatchEvent
+	if err := utiljson.Unmarshal(frame, &ev); err != nil {
+		return rv, fmt.Errorf("watch %s: decode an event: %w", s.ref, err)
+	}
+	typ := watch.EventType(ev.Type)
+	switch typ {
+	case watch.Error:
+		status := &metav1.Status{}
+		if err := utiljson.Unmarshal(ev.Object.Raw, status); err != nil {
+			return rv, fmt.Errorf("watch %s: decode an error event: %w", s.ref, err)
+		}
+		return rv, fmt.Errorf("watch %s: %w", s.ref, apierrors.FromObject(status))
+	case watch.Bookmark:
+		var m metav1.PartialObjectMetadata
+		if err := utiljson.Unmarshal(ev.Object.Raw, &m); err == nil && m.ResourceVersion != "" {
+			rv = m.ResourceVersion
+		}
+		return rv, nil
+	case watch.Added, watch.Modified, watch.Deleted:
+	default:
+		return rv, fmt.Errorf("watch %s: unexpected event %q", s.ref, ev.Type)
+	}
+	obj, err := s.ref.Kind.decode(ev.Object.Raw)
 	if err != nil {
 		return rv, fmt.Errorf("watch %s: %w", s.ref, err)
 	}
-	defer w.Stop()
-	for {
-		var ev watch.Event
-		var ok bool
-		select {
-		case <-ctx.Done():
-			return rv, ctx.Err()
-		case ev, ok = <-w.ResultChan():
-		}
-		if !ok {
-			return rv, nil
-		}
-		switch ev.Type {
-		case watch.Error:
-			return rv, fmt.Errorf("watch %s: %w", s.ref, apierrors.FromObject(ev.Object))
-		case watch.Bookmark:
-			if v := resourceVersion(ev.Object); v != "" {
-				rv = v
-			}
-			continue
-		case watch.Added, watch.Modified, watch.Deleted:
-		default:
-			return rv, fmt.Errorf("watch %s: unexpected event %q", s.ref, ev.Type)
-		}
-		o, key, err := s.ref.Kind.keep(ev.Object)
-		if err != nil {
-			return rv, fmt.Errorf("watch %s: %w", s.ref, err)
-		}
-		rv = resourceVersion(o)
-		s.mu.Lock()
-		old, had := s.objs[key]
-		if ev.Type == watch.Deleted {
-			delete(s.objs, key)
-		} else {
-			if s.objs == nil {
-				s.objs = map[string]any{}
-			}
-			s.objs[key] = o
-		}
-		s.mu.Unlock()
-		if ev.Type == watch.Modified && had && s.ref.Kind.Relevant != nil && !s.ref.Kind.Relevant(old, o) {
-			continue
-		}
-		notify([]string{key})
+	o, key, err := s.ref.Kind.keep(obj)
+	if err != nil {
+		return rv, fmt.Errorf("watch %s: %w", s.ref, err)
 	}
+	rv = resourceVersion(o)
+	s.mu.Lock()
+	old, had := s.objs[key]
+	if typ == watch.Deleted {
+		delete(s.objs, key)
+	} else {
+		if s.objs == nil {
+			s.objs = map[string]any{}
+		}
+		s.objs[key] = o
+	}
+	s.mu.Unlock()
+	if typ == watch.Modified && had && s.ref.Kind.Relevant != nil && !s.ref.Kind.Relevant(old, o) {
+		return rv, nil
+	}
+	notify([]string{key})
+	return rv, nil
 }
 
 // keep transforms obj for the cache and returns its key.

@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"sync"
 	"testing"
@@ -33,7 +35,7 @@ type watchOpened struct {
 }
 
 func (f *streamServer) kind() *Kind {
-	return &Kind{Resource: "configmaps", newLW: func(string, func(*metav1.ListOptions)) cache.ListerWatcher {
+	return streamed(&Kind{Resource: "configmaps", newLW: func(string, func(*metav1.ListOptions)) cache.ListerWatcher {
 		return &cache.ListWatch{
 			ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
 				f.mu.Lock()
@@ -48,7 +50,59 @@ func (f *streamServer) kind() *Kind {
 				return w, nil
 			},
 		}
-	}}
+	}})
+}
+
+// streamed gives a fake Kind, whose newLW's watches are watch.Interfaces,
+// the stream's watch path: each watch's events are written to a pipe as
+// the API server writes them, one metav1.WatchEvent of JSON per line, and
+// ending the watch ends the body.
+func streamed(k *Kind) *Kind {
+	k.decode = typedDecode(&corev1.ConfigMap{})
+	k.openWatch = func(ctx context.Context, ns string, opts metav1.ListOptions) (io.ReadCloser, error) {
+		lw := cache.ToListerWatcherWithContext(k.newLW(ns, func(o *metav1.ListOptions) { o.FieldSelector = opts.FieldSelector }))
+		w, err := lw.WatchWithContext(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		pr, pw := io.Pipe()
+		go func() {
+			for ev := range w.ResultChan() {
+				line, err := eventLine(ev)
+				if err == nil {
+					_, err = pw.Write(line)
+				}
+				if err != nil {
+					w.Stop()
+					break
+				}
+			}
+			_ = pw.Close()
+		}()
+		return stopOnClose{pr, w}, nil
+	}
+	return k
+}
+
+// eventLine is ev as the API server writes it in a JSON watch.
+func eventLine(ev watch.Event) ([]byte, error) {
+	obj, err := json.Marshal(ev.Object)
+	if err != nil {
+		return nil, err
+	}
+	line, err := json.Marshal(metav1.WatchEvent{Type: string(ev.Type), Object: runtime.RawExtension{Raw: obj}})
+	return append(line, '\n'), err
+}
+
+// stopOnClose stops the watch when the stream closes the body.
+type stopOnClose struct {
+	*io.PipeReader
+	w watch.Interface
+}
+
+func (s stopOnClose) Close() error {
+	s.w.Stop()
+	return s.PipeReader.Close()
 }
 
 // TestStreamResumesAndRelists: a watch the server ends is opened again
@@ -57,7 +111,7 @@ func (f *streamServer) kind() *Kind {
 func TestStreamResumesAndRelists(t *testing.T) {
 	srv := &streamServer{rv: "1", watches: make(chan watchOpened, 1)}
 	k := srv.kind()
-	st := &stream{ref: Named(k, "ns", "a")}
+	st := &stream{ref: Named(k, "ns", "a"), tweak: func(*metav1.ListOptions) {}}
 	st.lw = kube.NewRecordedListWatch(k.newLW("ns", func(*metav1.ListOptions) {}))
 	notified := make(chan struct{}, 10)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -23,7 +23,11 @@ import (
 type Kind struct {
 	// Resource names the kind in logs and metrics, e.g. "secrets".
 	Resource string
-	newLW    func(namespace string, tweak func(*metav1.ListOptions)) cache.ListerWatcher
+	newLW    func(namespace string, tweak func(*metav1.ListOptions)) cache.ListerWatcher // lists
+	// openWatch and decode watch the kind: the stream reads the response
+	// (rawwatch.go).
+	openWatch openWatchFunc
+	decode    decodeFunc
 	// Relevant, when set, says whether an update of an object matters
 	// (e.g. only label changes of Nodes); nil means every update does.
 	Relevant func(old, new any) bool
@@ -53,29 +57,46 @@ type Kind struct {
 
 // TypedKind follows resource through a typed REST client (a clientset's
 // CoreV1().RESTClient(), ApiregistrationV1().RESTClient()). The client's
-// scheme decodes the objects; obj only says, at the call, which type the
+// scheme decodes the lists; the watches decode into obj's type, which the
 // cache then holds.
 func TypedKind(client rest.Interface, resource string, obj runtime.Object) *Kind {
 	return &Kind{Resource: resource, newLW: func(ns string, tweak func(*metav1.ListOptions)) cache.ListerWatcher {
 		return cache.NewFilteredListWatchFromClient(client, resource, ns, tweak)
-	}}
+	}, openWatch: typedWatch(client, resource), decode: typedDecode(obj)}
 }
 
-// DynamicKind follows gvr as unstructured objects.
-func DynamicKind(dyn dynamic.Interface, gvr schema.GroupVersionResource) *Kind {
+// DynamicKind follows gvr as unstructured objects, through raw: an
+// unversioned REST client of the API server that decodes unstructured
+// objects (NewRawClient).
+func DynamicKind(raw rest.Interface, gvr schema.GroupVersionResource) *Kind {
+	dyn := dynamic.New(raw)
 	return &Kind{Resource: gvr.Resource, newLW: func(ns string, tweak func(*metav1.ListOptions)) cache.ListerWatcher {
 		ri := dyn.Resource(gvr).Namespace(ns)
 		return kube.ListWatch(ri.List, ri.Watch, tweak)
-	}}
+	}, openWatch: absWatch(raw, gvr, watchAccept), decode: unstructuredDecode}
 }
 
 // MetadataKind follows gvr as metadata only (PartialObjectMetadata), for
-// kinds whose bodies are large or none of our business (Nodes, CRDs).
-func MetadataKind(meta metadata.Interface, gvr schema.GroupVersionResource) *Kind {
+// kinds whose bodies are large or none of our business (Nodes, CRDs):
+// lists through meta, watches through raw (NewRawClient).
+func MetadataKind(meta metadata.Interface, raw rest.Interface, gvr schema.GroupVersionResource) *Kind {
 	return &Kind{Resource: gvr.Resource, newLW: func(ns string, tweak func(*metav1.ListOptions)) cache.ListerWatcher {
 		ri := meta.Resource(gvr).Namespace(ns)
 		return kube.ListWatch(ri.List, ri.Watch, tweak)
-	}}
+	}, openWatch: absWatch(raw, gvr, "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"), decode: metadataDecode}
+}
+
+// NewRawClient is the REST client DynamicKind and MetadataKind watch
+// through: unversioned (absolute paths), decoding unstructured objects, as
+// the dynamic client's is (dynamic.New takes it too).
+func NewRawClient(cfg *rest.Config) (*rest.RESTClient, error) {
+	c := dynamic.ConfigFor(cfg)
+	c.GroupVersion = nil
+	rc, err := rest.UnversionedRESTClientFor(c)
+	if err != nil {
+		return nil, fmt.Errorf("REST client for watches: %w", err)
+	}
+	return rc, nil
 }
 
 // Ref is what a key depends on: one object (Name set), or every object of
@@ -325,11 +346,14 @@ func (w *watches) startLocked(r Ref, root bool) *stream {
 		w.running[r] = view
 		return view
 	}
-	tweak := func(o *metav1.ListOptions) {}
+	tweak := func(*metav1.ListOptions) {}
 	if r.Name != "" {
 		tweak = kube.ByName(r.Name)
 	}
-	st := &stream{ref: r, users: map[string]struct{}{}, root: root, views: map[string]*stream{}}
+	st := &stream{ref: r, users: map[string]struct{}{}, root: root, tweak: tweak}
+	if r.Kind.ClusterWide {
+		st.views = map[string]*stream{}
+	}
 	st.lw = kube.NewRecordedListWatch(r.Kind.newLW(r.Namespace, tweak))
 	// A list that fails is reported to the users: a key whose input
 	// cannot be read is reported, not silently left unsynced.

@@ -22,7 +22,7 @@ type fakeKind struct {
 }
 
 func (f *fakeKind) kind() *Kind {
-	return &Kind{Resource: "configmaps", newLW: func(ns string, tweak func(*metav1.ListOptions)) cache.ListerWatcher {
+	return streamed(&Kind{Resource: "configmaps", newLW: func(ns string, tweak func(*metav1.ListOptions)) cache.ListerWatcher {
 		var o metav1.ListOptions
 		tweak(&o)
 		return &cache.ListWatch{
@@ -42,7 +42,7 @@ func (f *fakeKind) kind() *Kind {
 				return w, nil
 			},
 		}
-	}}
+	}})
 }
 
 func (f *fakeKind) feed(sel string, rv int) {
@@ -134,7 +134,7 @@ type clusterKind struct {
 }
 
 func (f *clusterKind) kind() *Kind {
-	return &Kind{Resource: "configmaps", ClusterWide: true, newLW: func(_ string, tweak func(*metav1.ListOptions)) cache.ListerWatcher {
+	return streamed(&Kind{Resource: "configmaps", ClusterWide: true, newLW: func(_ string, tweak func(*metav1.ListOptions)) cache.ListerWatcher {
 		var o metav1.ListOptions
 		tweak(&o)
 		return &cache.ListWatch{
@@ -158,7 +158,7 @@ func (f *clusterKind) kind() *Kind {
 				return w, nil
 			},
 		}
-	}}
+	}})
 }
 
 // TestWatchesClusterWideKind: the named objects of a ClusterWide kind are

@@ -198,7 +198,7 @@ func newKMSAggregatorPattern(c *Clients, o Options) (*kmsAggregatorPattern, erro
 	if err != nil {
 		return nil, err
 	}
-	nodes := controller.MetadataKind(c.Metadata, nodesGVR)
+	nodes := controller.MetadataKind(c.Metadata, c.Raw, nodesGVR)
 	// Only a label change can change which Nodes must report; status
 	// updates of Nodes are not our business.
 	nodes.Relevant = func(o, n any) bool {
@@ -209,10 +209,10 @@ func newKMSAggregatorPattern(c *Clients, o Options) (*kmsAggregatorPattern, erro
 	p := &kmsAggregatorPattern{
 		target: target, maxStaleness: o.KMSMaxStaleness, expected: sel, dyn: c.Dynamic, now: time.Now,
 		nodes:  controller.All(nodes, ""),
-		object: controller.Named(controller.DynamicKind(c.Dynamic, target.GVR()), "", target.Name),
+		object: controller.Named(controller.DynamicKind(c.Raw, target.GVR()), "", target.Name),
 	}
 	if target.IsDefault() {
-		crd := controller.Named(controller.MetadataKind(c.Metadata, kmshealth.CRDGVR), "", kmshealth.CRDName)
+		crd := controller.Named(controller.MetadataKind(c.Metadata, c.Raw, kmshealth.CRDGVR), "", kmshealth.CRDName)
 		p.crd = &crd
 	}
 	return p, nil

@@ -3,6 +3,8 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
 
@@ -31,9 +33,27 @@ func Main(version string, args []string) int {
 	if code := incluster.Parse("reconcile", args, &o); code >= 0 {
 		return code
 	}
+	lessHeadroom()
 	ctrllog.SetLogger(klog.NewKlogr())
 	klog.InfoS("Starting", "component", "kmshealth-reconciler", "version", version)
 	return incluster.RunUntilSignal("reconciler", func(ctx context.Context) error { return Run(ctx, o, version) })
+}
+
+// gcPercent is the reconciler's GOGC unless the environment sets one.
+// Its heap is nearly all long-lived — a stream and a cached object per
+// kept object — and it allocates almost nothing while idle, so the
+// collector's headroom above the live heap (100% by default, all of it
+// in RSS once reached) is memory a kept object pays for and CPU it does
+// not save: at 50% a collection comes after half as much allocation, a
+// few per restore at most (BENCHMARKS.md "A stream that reads its own
+// watch"; ARCHITECTURE.md "What a watch costs").
+const gcPercent = 50
+
+// lessHeadroom sets gcPercent unless GOGC is set.
+func lessHeadroom() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
 }
 
 // requests counts what this process sends to the API server, by verb and
@@ -56,6 +76,9 @@ type Clients struct {
 	Aggregator clientset.Aggregator
 	Dynamic    dynamic.Interface
 	Metadata   metadata.Interface
+	// Raw is the unversioned REST client the dynamic and metadata kinds'
+	// watches read (controller.NewRawClient); Dynamic is built on it.
+	Raw        rest.Interface
 	Extensions clientset.Extensions
 }
 
@@ -70,9 +93,11 @@ func newClients(cfg *rest.Config) (*Clients, error) {
 	if c.Aggregator, err = clientset.NewAggregator(cfg); err != nil {
 		return nil, err
 	}
-	if c.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+	raw, err := controller.NewRawClient(cfg)
+	if err != nil {
 		return nil, err
 	}
+	c.Raw, c.Dynamic = raw, dynamic.New(raw)
 	if c.Metadata, err = metadata.NewForConfig(cfg); err != nil {
 		return nil, err
 	}

@@ -67,9 +67,9 @@ func newTLSProfilePattern(c *Clients, o Options) *tlsProfilePattern {
 	}
 	for _, kind := range kube.WorkloadKinds() {
 		gvr, _ := kind.GVR()
-		p.targets[kind] = controller.DynamicKind(c.Dynamic, gvr)
+		p.targets[kind] = controller.DynamicKind(c.Raw, gvr)
 	}
-	p.apiserver = controller.Named(controller.DynamicKind(c.Dynamic, tlsprofile.APIServerGVR()), "", tlsprofile.APIServerName)
+	p.apiserver = controller.Named(controller.DynamicKind(c.Raw, tlsprofile.APIServerGVR()), "", tlsprofile.APIServerName)
 	return p
 }
 

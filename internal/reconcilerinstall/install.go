@@ -40,7 +40,7 @@ const (
 
 	DefaultCPURequest    = "10m"
 	DefaultMemoryRequest = "32Mi"
-	DefaultMemoryLimit   = "320Mi" // MemoryLimitFor(MaxDocumentedKept, MaxDocumentedKept): sizing.go
+	DefaultMemoryLimit   = "256Mi" // MemoryLimitFor(MaxDocumentedKept, MaxDocumentedKept): sizing.go
 
 	// NameValue (of install.NameLabel) and NamespaceLabel (= Config.Namespace)
 	// are the reconciler's part of the labels that mark every object of one

@@ -13,19 +13,19 @@ import (
 // target, sidecar workload and config ConfigMap, and one cached object per
 // kept APIService and webhook configuration (one watch of each of those
 // kinds holds them all: controller.Kind.ClusterWide). The figures are
-// bench reconcile's (-tags incluster, as the image; BENCHMARKS.md
-// "Reconciler memory per kept object"), rounded up: RSS 67.7 MiB with one
+// bench reconcile's (-tags incluster, as the image; BENCHMARKS.md "A
+// stream that reads its own watch"), rounded up: RSS 66.4 MiB with one
 // kept APIService (and the 1,000 APIServices of the bench cached),
-// 53.7 KiB more per kept APIService with its own source ConfigMap (one
-// named watch and one cached object), 120.1 MiB at 1,000. A named watch
-// was measured at 60–75 KiB when each kept APIService was two of them.
+// 26.9–28.2 KiB more per kept APIService with its own source ConfigMap
+// (one named watch and one cached object) at the reconciler's GOGC=50,
+// 35.3 KiB at GOGC=100, 92.6 MiB at 1,000.
 const (
 	// MemoryBase is the reconciler's RSS with nothing kept, in bytes,
 	// the cluster's other APIServices and webhook configurations (a few
 	// hundred; the bench's 1,000) cached.
 	MemoryBase = 72 << 20
 	// MemoryPerWatch is what one more named watch adds, in bytes.
-	MemoryPerWatch = 80 << 10
+	MemoryPerWatch = 40 << 10
 	// MemoryPerCached is what one more kept APIService or webhook
 	// configuration adds to the one watch of its kind, in bytes.
 	MemoryPerCached = 8 << 10

@@ -40,7 +40,7 @@ ca_bundles = { "Not_An_APIService" = "Secret/default/x/ca.crt" }`, `(?s)ca_bundl
 			planOnly(`namespace = "ok"
 cpu_request = "lots"`, `(?s)Invalid quantity.*cpu_request: "lots" is not a quantity`),
 			planOnly(`namespace = "ok"
-memory_request = "1Gi"`, `(?s)memory_request.*memory_request 1Gi is above memory_limit 320Mi`),
+memory_request = "1Gi"`, `(?s)memory_request.*memory_request 1Gi is above memory_limit 256Mi`),
 			planOnly(`namespace = "ok"
 memory_request = "32Mi"
 memory_limit = "64Mi"
