@@ -8,7 +8,6 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 
-	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -268,7 +267,7 @@ func (r *apiServiceCABundleResource) Schema(_ context.Context, _ resource.Schema
 
 func (r *apiServiceCABundleResource) ConfigValidators(context.Context) []resource.ConfigValidator {
 	return []resource.ConfigValidator{
-		resourcevalidator.ExactlyOneOf(path.MatchRoot("ca_bundle"), path.MatchRoot("source")),
+		exactlyOneOfRoots("ca_bundle", "source"),
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -220,7 +219,7 @@ func (r *webhookCABundleResource) Schema(_ context.Context, _ resource.SchemaReq
 
 func (r *webhookCABundleResource) ConfigValidators(context.Context) []resource.ConfigValidator {
 	return []resource.ConfigValidator{
-		resourcevalidator.ExactlyOneOf(path.MatchRoot("ca_bundle"), path.MatchRoot("source")),
+		exactlyOneOfRoots("ca_bundle", "source"),
 		crdWithoutWebhooks{},
 	}
 }

@@ -6,9 +6,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
@@ -66,6 +70,50 @@ func (v pemBundle) ValidateString(_ context.Context, req validator.StringRequest
 	}
 	_, findings := cabundle.Inspect([]byte(req.ConfigValue.ValueString()), v.now())
 	addFindings(&resp.Diagnostics, req.Path, findings)
+}
+
+// exactlyOneOf is resourcevalidator.ExactlyOneOf of two root attributes
+// (or blocks) that answers the common case from the raw configuration:
+// exactly one of the two known and set, the other null, is valid. The
+// framework's validator matches each path expression against a walk of the
+// whole configuration, 3% of the provider's CPU in a no-op plan of 200
+// caBundle resources (BENCHMARKS.md); every other case (both set, neither,
+// an unknown value) is handed to it, so the diagnostics are its own.
+type exactlyOneOf struct {
+	names [2]string
+	full  resource.ConfigValidator
+}
+
+func exactlyOneOfRoots(a, b string) exactlyOneOf {
+	return exactlyOneOf{names: [2]string{a, b}, full: resourcevalidator.ExactlyOneOf(path.MatchRoot(a), path.MatchRoot(b))}
+}
+
+func (v exactlyOneOf) Description(ctx context.Context) string { return v.full.Description(ctx) }
+
+func (v exactlyOneOf) MarkdownDescription(ctx context.Context) string {
+	return v.full.MarkdownDescription(ctx)
+}
+
+func (v exactlyOneOf) ValidateResource(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	if v.oneSet(req.Config.Raw) {
+		return
+	}
+	v.full.ValidateResource(ctx, req, resp)
+}
+
+// oneSet reports whether exactly one of the two is known and not null and
+// the other is null, as the framework's validator would find them.
+func (v exactlyOneOf) oneSet(config tftypes.Value) bool {
+	var vals map[string]tftypes.Value
+	if config.IsNull() || !config.IsKnown() || config.As(&vals) != nil {
+		return false
+	}
+	a, okA := vals[v.names[0]]
+	b, okB := vals[v.names[1]]
+	if !okA || !okB || !a.IsKnown() || !b.IsKnown() {
+		return false
+	}
+	return a.IsNull() != b.IsNull()
 }
 
 // requiredInBlock makes attributes of a single nested block required when
