@@ -1,4 +1,4 @@
-//go:build pprof && !incluster && !reportonly
+//go:build pprof && unix && !incluster && !reportonly
 
 package main
 
@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"syscall"
 )
 
 // startProfile, in a build with -tags pprof (never a release), writes a
@@ -14,6 +15,11 @@ import (
 // provider-<pid>.pprof until the provider server stops: Terraform and
 // OpenTofu start the provider several times per command, so each process
 // gets its own file. `go tool pprof -top <binary> <dir>/*.pprof` sums them.
+// Beside it, provider-<pid>.rusage holds the process's user and system
+// CPU seconds and peak RSS (KiB on Linux) when it stops, package
+// initialisation and start-up included, which the profile does not see:
+//
+//	awk '{u+=$1; s+=$2} END {print u, s}' <dir>/*.rusage
 //
 //	GOFLAGS=-tags=pprof KMSHEALTH_CPUPROFILE_DIR=/tmp/prof go run ./internal/cmd/bench plan -resources=200 -runs=1 -cli=terraform
 func startProfile() (stop func()) {
@@ -34,5 +40,22 @@ func startProfile() (stop func()) {
 	return func() {
 		pprof.StopCPUProfile()
 		_ = f.Close()
+		writeRusage(filepath.Join(dir, fmt.Sprintf("provider-%d.rusage", os.Getpid())))
 	}
 }
+
+// writeRusage writes "<user seconds> <system seconds> <max RSS>" of
+// this process to name.
+func writeRusage(name string) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		fmt.Fprintln(os.Stderr, "rusage:", err)
+		return
+	}
+	line := fmt.Sprintf("%.6f %.6f %d\n", seconds(ru.Utime), seconds(ru.Stime), ru.Maxrss)
+	if err := os.WriteFile(name, []byte(line), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "rusage:", err)
+	}
+}
+
+func seconds(tv syscall.Timeval) float64 { return float64(tv.Sec) + float64(tv.Usec)/1e6 }
