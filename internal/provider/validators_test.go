@@ -78,3 +78,28 @@ func TestExactlyOneOf_sameAsFramework(t *testing.T) {
 		t.Errorf("Description = %q, want the framework's %q", got, want)
 	}
 }
+
+// BenchmarkExactlyOneOf: the caBundle resources' rule against the
+// framework's on a valid inline configuration, the case every
+// ValidateResourceConfig of a no-op plan sees.
+func BenchmarkExactlyOneOf(b *testing.B) {
+	ctx := context.Background()
+	var resp fwresource.SchemaResponse
+	NewAPIServiceCABundleResource().Schema(ctx, fwresource.SchemaRequest{}, &resp)
+	typ := resp.Schema.Type().TerraformType(ctx).(tftypes.Object)
+	req := fwresource.ValidateConfigRequest{Config: tfsdk.Config{Schema: resp.Schema, Raw: objectWith(typ, map[string]tftypes.Value{
+		"apiservice_name": tftypes.NewValue(tftypes.String, "v1.example.com"),
+		"ca_bundle":       tftypes.NewValue(tftypes.String, "-----BEGIN CERTIFICATE-----\n"),
+	})}}
+	for name, v := range map[string]fwresource.ConfigValidator{
+		"framework": resourcevalidator.ExactlyOneOf(path.MatchRoot("ca_bundle"), path.MatchRoot("source")),
+		"ours":      exactlyOneOfRoots("ca_bundle", "source"),
+	} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				var out fwresource.ValidateConfigResponse
+				v.ValidateResource(ctx, req, &out)
+			}
+		})
+	}
+}
