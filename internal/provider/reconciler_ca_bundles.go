@@ -38,8 +38,8 @@ var caBundlesAttribute = reconcilerPatternAttribute{
 				"exactly the `apiservice_name` and `ca_bundle_source` of each `kmshealth_apiservice_cabundle`, so write " +
 				"`{ for r in kmshealth_apiservice_cabundle.x : r.apiservice_name => r.ca_bundle_source }`. They are recorded in the " +
 				"ConfigMap `<name>-record`, which the reconciler watches: that record, not the annotation on the APIService, is what it " +
-				"keeps, so an APIService that its installer replaces or re-creates gets its caBundle back. The ClusterRole may read and " +
-				"patch exactly these APIServices, and for each source namespace a Role `kmshealth-reconciler-<name>-sources` grants " +
+				"keeps, so an APIService that its installer replaces or re-creates gets its caBundle back. The ClusterRole may get and " +
+				"patch exactly these APIServices (it lists and watches all APIServices, which are not secret), and for each source namespace a Role `kmshealth-reconciler-<name>-sources` grants " +
 				"get/list/watch on exactly these Secrets and ConfigMaps (by `resourceNames`) and nothing else.",
 			Validators: []validator.Map{
 				mapvalidator.KeysAre(objectName),

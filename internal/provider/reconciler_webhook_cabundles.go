@@ -64,7 +64,8 @@ func webhookBundlesSchema() schema.MapNestedAttribute {
 			"`ca_bundle_source`) and `webhooks` (unset: every webhook). Write " +
 			"`{ for r in kmshealth_webhook_cabundle.x : r.id => { source = r.ca_bundle_source, webhooks = r.webhooks } }`. " +
 			"They are recorded in the ConfigMap `<name>-record`, which the reconciler watches, so a configuration its installer " +
-			"replaces gets its caBundles back. The ClusterRole may get, list, watch and patch exactly these objects (by `resourceNames`), " +
+			"replaces gets its caBundles back. The ClusterRole may get and patch exactly these objects (by `resourceNames`; it lists and " +
+			"watches all webhook configurations, which are not secret, and each kept CRD by name), " +
 			"the sources Roles read exactly their sources, and the admission policy lets the reconciler change only these caBundles.",
 		Validators: []validator.Map{webhookBundleKeys{}},
 		NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{

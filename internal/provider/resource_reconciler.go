@@ -115,8 +115,11 @@ func (r *reconcilerResource) Metadata(_ context.Context, req resource.MetadataRe
 func (r *reconcilerResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	cpuRequest, memoryRequest, memoryLimit := resourceAttributes("reconciler", reconcilerinstall.DefaultResources())
 	admissionPolicy, admissionEnforced := admissionAttributes("reconciler",
-		"may change only `spec.caBundle` and the `kmshealth.io/ca-bundle-source` annotation, only on APIServices with `spec.service`, never create "+
-			"or delete one, and on the KMS target's status only `KMSPluginsDegraded` (and remove reporter conditions of deleted Nodes)")
+		"may change only what it keeps, one policy per kind it writes: `spec.caBundle` and the `kmshealth.io/ca-bundle-source` annotation of "+
+			"the APIServices of `ca_bundles` (only those with `spec.service`), the caBundles of the webhooks and CRD conversion webhooks of "+
+			"`webhook_ca_bundles`, the `profile.json` key of the `tls_profiles` ConfigMaps, the rollout hash annotation and the kube-rbac-proxy "+
+			"sidecar of the workloads it keeps, and on the KMS target's status only `KMSPluginsDegraded` (and remove reporter conditions of "+
+			"deleted Nodes); it never creates or deletes any of them. See \"Security model\" on this page")
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Installs the in-cluster reconciler (`terraform-provider-kmshealth reconcile`), which keeps every " +
 			"`kmshealth_apiservice_cabundle` true between applies: a watch-driven Deployment behind leader election, " +

@@ -208,7 +208,8 @@ func (r *reporterResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 		MarkdownDescription: "Installs the KMS v2 plugin health reporter (`terraform-provider-kmshealth report`) on the control-plane " +
 			"nodes: a DaemonSet that probes each local KMS plugin socket with the `Status` RPC and writes one " +
 			"`KMSHealthReporter_<node>` condition per node on the `target` object; a ServiceAccount with an expiring, projected " +
-			"token; RBAC that allows exactly one thing, `patch` of the target's `status`; and, by default, the `KMSHealth` " +
+			"token; RBAC that allows `patch` of the target's `status` and nothing else but the TokenReviews and SubjectAccessReviews " +
+			"that guard its `/metrics`; and, by default, the `KMSHealth` " +
 			"CustomResourceDefinition and its `cluster` object. The `kmshealth_kms_plugin_health` data source reads the " +
 			"conditions. All objects are written by server-side apply under the field manager `kmshealth`; destroy removes " +
 			"them and the conditions the reporters (and the reconciler's aggregator) wrote on the target.\n\n" +

@@ -10,7 +10,8 @@ resource "kmshealth_reporter" "this" {
 
 # The same health on an OpenShift operator CR instead, with the sockets
 # named as in the API server's EncryptionConfiguration. The reporters may
-# patch the status of exactly this object, and nothing else.
+# patch the status of exactly this object (besides the token and access
+# reviews that guard their /metrics).
 resource "kmshealth_reporter" "openshift" {
   namespace   = "openshift-kube-apiserver"
   name        = "kmshealth-reporter-operator"
