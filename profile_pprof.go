@@ -17,7 +17,8 @@ import (
 // incluster,pprof build, until it is stopped). Terraform and OpenTofu
 // start the provider several times per command, so each process gets its
 // own file. `go tool pprof -top <binary> <dir>/*.pprof` sums them.
-// Beside it, <mode>-<pid>.rusage holds the process's user and system
+// Beside it, <mode>-<pid>.allocs holds its allocation profile, and
+// <mode>-<pid>.rusage the process's user and system
 // CPU seconds and peak RSS (KiB on Linux) when it stops, package
 // initialisation and start-up included, which the profile does not see:
 //
@@ -43,7 +44,22 @@ func startProfile(mode string) (stop func()) {
 	return func() {
 		pprof.StopCPUProfile()
 		_ = f.Close()
+		writeAllocs(filepath.Join(dir, fmt.Sprintf("%s-%d.allocs", mode, os.Getpid())))
 		writeRusage(filepath.Join(dir, fmt.Sprintf("%s-%d.rusage", mode, os.Getpid())))
+	}
+}
+
+// writeAllocs writes the allocation profile (every allocation since the
+// start, sampled) to name: `go tool pprof -sample_index=alloc_space`.
+func writeAllocs(name string) {
+	f, err := os.Create(name)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "allocation profile:", err)
+		return
+	}
+	defer func() { _ = f.Close() }()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "allocation profile:", err)
 	}
 }
 
