@@ -82,6 +82,11 @@ func (o peerOptions) Validate() error {
 	if len(o.counts) == 0 {
 		err = errors.Join(err, errors.New("-counts is empty: want e.g. 1,200"))
 	}
+	if o.base != "" {
+		if _, statErr := os.Stat(o.base); statErr != nil {
+			err = errors.Join(err, fmt.Errorf("-base: %w: want a build of ours, e.g. go build -tags incluster -o /tmp/base . in another checkout", statErr))
+		}
+	}
 	for i, n := range o.counts {
 		if n < 1 || n > 2000 {
 			err = errors.Join(err, fmt.Errorf("-counts: %d: want 1..2000", n))
