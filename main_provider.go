@@ -28,7 +28,7 @@ func serveProvider() int {
 	flag.Parse()
 	quietSDKLogs()
 	lessGC()
-	defer startProfile()()
+	defer startProfile("provider")()
 	err := providerserver.Serve(context.Background(), provider.New(version), providerserver.ServeOpts{
 		Address: address,
 		Debug:   *debug,

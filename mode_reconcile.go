@@ -4,5 +4,9 @@ package main
 
 import "github.com/kmshealth/terraform-provider-kmshealth/internal/reconciler"
 
-// reconcile runs the reconcile mode.
-func reconcile(args []string) int { return reconciler.Main(version, args) }
+// reconcile runs the reconcile mode (profiled in a -tags pprof build:
+// profile_pprof.go).
+func reconcile(args []string) int {
+	defer startProfile("reconcile")()
+	return reconciler.Main(version, args)
+}

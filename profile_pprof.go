@@ -1,4 +1,4 @@
-//go:build pprof && unix && !incluster && !reportonly
+//go:build pprof && unix && !reportonly
 
 package main
 
@@ -11,23 +11,27 @@ import (
 )
 
 // startProfile, in a build with -tags pprof (never a release), writes a
-// CPU profile of this provider process to $KMSHEALTH_CPUPROFILE_DIR/
-// provider-<pid>.pprof until the provider server stops: Terraform and
-// OpenTofu start the provider several times per command, so each process
-// gets its own file. `go tool pprof -top <binary> <dir>/*.pprof` sums them.
-// Beside it, provider-<pid>.rusage holds the process's user and system
+// CPU profile of this process to $KMSHEALTH_CPUPROFILE_DIR/
+// <mode>-<pid>.pprof until the mode returns: mode is "provider" (the
+// provider server) or "reconcile" (reconcile mode, also in a -tags
+// incluster,pprof build, until it is stopped). Terraform and OpenTofu
+// start the provider several times per command, so each process gets its
+// own file. `go tool pprof -top <binary> <dir>/*.pprof` sums them.
+// Beside it, <mode>-<pid>.allocs holds its allocation profile, and
+// <mode>-<pid>.rusage the process's user and system
 // CPU seconds and peak RSS (KiB on Linux) when it stops, package
 // initialisation and start-up included, which the profile does not see:
 //
 //	awk '{u+=$1; s+=$2} END {print u, s}' <dir>/*.rusage
 //
 //	GOFLAGS=-tags=pprof KMSHEALTH_CPUPROFILE_DIR=/tmp/prof go run ./internal/cmd/bench plan -resources=200 -runs=1 -cli=terraform
-func startProfile() (stop func()) {
+//	go build -tags incluster,pprof -o /tmp/rec . && KMSHEALTH_CPUPROFILE_DIR=/tmp/prof go run ./internal/cmd/bench peer -bin /tmp/rec
+func startProfile(mode string) (stop func()) {
 	dir := os.Getenv("KMSHEALTH_CPUPROFILE_DIR")
 	if dir == "" {
 		return func() {}
 	}
-	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("provider-%d.pprof", os.Getpid())))
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", mode, os.Getpid())))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cpu profile:", err)
 		return func() {}
@@ -40,7 +44,22 @@ func startProfile() (stop func()) {
 	return func() {
 		pprof.StopCPUProfile()
 		_ = f.Close()
-		writeRusage(filepath.Join(dir, fmt.Sprintf("provider-%d.rusage", os.Getpid())))
+		writeAllocs(filepath.Join(dir, fmt.Sprintf("%s-%d.allocs", mode, os.Getpid())))
+		writeRusage(filepath.Join(dir, fmt.Sprintf("%s-%d.rusage", mode, os.Getpid())))
+	}
+}
+
+// writeAllocs writes the allocation profile (every allocation since the
+// start, sampled) to name: `go tool pprof -sample_index=alloc_space`.
+func writeAllocs(name string) {
+	f, err := os.Create(name)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "allocation profile:", err)
+		return
+	}
+	defer func() { _ = f.Close() }()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "allocation profile:", err)
 	}
 }
 

@@ -50,6 +50,14 @@ type caBundlePattern struct {
 	configmaps   *controller.Kind
 	client       apiregclient.APIServicesGetter
 	fieldManager string
+	parsed       *parsedRecord[caBundleEntries]
+}
+
+// caBundleEntries are the record's APIService entries: good with their
+// source, bad with the reason they do not parse.
+type caBundleEntries struct {
+	good map[string]cabundle.Source
+	bad  map[string]error
 }
 
 func newCABundlePattern(c *Clients, o Options) *caBundlePattern {
@@ -65,6 +73,10 @@ func newCABundlePattern(c *Clients, o Options) *caBundlePattern {
 		configmaps:   configmaps,
 		client:       c.Aggregator.ApiregistrationV1(),
 		fieldManager: o.FieldManager,
+		parsed: newParsedRecord(func(data map[string]string) caBundleEntries {
+			good, bad := cabundle.FromRecord(data)
+			return caBundleEntries{good: good, bad: bad}
+		}),
 	}
 }
 
@@ -82,12 +94,15 @@ func (p *caBundlePattern) Name() string { return "cabundle" }
 
 func (p *caBundlePattern) Roots() []controller.Ref { return []controller.Ref{p.record} }
 
+// entries are the record's APIService entries, parsed once per record
+// (parsedRecord): shared, never modify them.
 func (p *caBundlePattern) entries(c controller.Cache) (map[string]cabundle.Source, map[string]error) {
 	obj, ok := c.Get(p.record)
 	if !ok {
 		return nil, nil
 	}
-	return cabundle.FromRecord(obj.(*corev1.ConfigMap).Data)
+	e := p.parsed.of(obj.(*corev1.ConfigMap))
+	return e.good, e.bad
 }
 
 func (p *caBundlePattern) sourceRef(s cabundle.Source) controller.Ref {

@@ -42,6 +42,14 @@ type webhookCABundlePattern struct {
 	secrets      *controller.Kind
 	configmaps   *controller.Kind
 	fieldManager string
+	parsed       *parsedRecord[webhookEntries]
+}
+
+// webhookEntries are the record's webhook and CRD entries: good with what
+// they keep, bad with the reason they do not parse.
+type webhookEntries struct {
+	good map[string]cabundle.Kept
+	bad  map[string]error
 }
 
 func newWebhookCABundlePattern(c *Clients, o Options) *webhookCABundlePattern {
@@ -69,6 +77,10 @@ func newWebhookCABundlePattern(c *Clients, o Options) *webhookCABundlePattern {
 		secrets:      controller.TypedKind(c.Core.CoreV1().RESTClient(), "secrets", &corev1.Secret{}),
 		configmaps:   configmaps,
 		fieldManager: o.FieldManager,
+		parsed: newParsedRecord(func(data map[string]string) webhookEntries {
+			good, bad := cabundle.TargetsFromRecord(data)
+			return webhookEntries{good: good, bad: bad}
+		}),
 	}
 }
 
@@ -86,12 +98,15 @@ func (p *webhookCABundlePattern) Name() string { return "webhook-cabundle" }
 
 func (p *webhookCABundlePattern) Roots() []controller.Ref { return []controller.Ref{p.record} }
 
+// entries are the record's webhook and CRD entries, parsed once per
+// record (parsedRecord): shared, never modify them.
 func (p *webhookCABundlePattern) entries(c controller.Cache) (map[string]cabundle.Kept, map[string]error) {
 	obj, ok := c.Get(p.record)
 	if !ok {
 		return nil, nil
 	}
-	return cabundle.TargetsFromRecord(obj.(*corev1.ConfigMap).Data)
+	e := p.parsed.of(obj.(*corev1.ConfigMap))
+	return e.good, e.bad
 }
 
 func (p *webhookCABundlePattern) objectRef(key string) (controller.Ref, bool) {

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -193,6 +194,8 @@ func TestParsePeerFlags(t *testing.T) {
 		{args: []string{"-counts="}, wantErr: "-counts is empty"},
 		{args: []string{"-rounds=0"}, wantErr: "-rounds=0"},
 		{args: []string{"-corruptions=0"}, wantErr: "-corruptions=0"},
+		{args: []string{"-base=" + os.Args[0]}, want: "[1 200] 3 30 base"},
+		{args: []string{"-base=/nonexistent/kmshealth"}, wantErr: "-base: stat /nonexistent/kmshealth"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -206,7 +209,11 @@ func TestParsePeerFlags(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s := fmt.Sprint(got.counts, got.rounds, got.corruptions); s != tt.want {
+			s := fmt.Sprint(got.counts, got.rounds, got.corruptions)
+			if got.base != "" {
+				s += " base"
+			}
+			if s != tt.want {
 				t.Errorf("got %s, want %s", s, tt.want)
 			}
 		})

@@ -28,7 +28,7 @@ import (
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
 )
 
-const peerUsage = "peer [-counts=1,200] [-rounds=3] [-corruptions=30] [-bin=path]   (builds tools/install.sh cainjector on first use)"
+const peerUsage = "peer [-counts=1,200] [-rounds=3] [-corruptions=30] [-bin=path] [-base=path]   (builds tools/install.sh cainjector on first use)"
 
 // cert-manager's annotations: the APIService names its CA Secret, and the
 // Secret allows being injected from directly (cainjector refuses a Secret
@@ -47,6 +47,9 @@ type peerOptions struct {
 	// bin is our binary built beforehand (e.g. with -tags incluster, as the
 	// image's reconciler is); empty builds this checkout's provider binary.
 	bin string
+	// base, when set, is another build of ours (e.g. main's) run as a
+	// third side in the same rotation: a before/after in one run.
+	base string
 }
 
 func parsePeerFlags(args []string) (peerOptions, error) {
@@ -56,6 +59,7 @@ func parsePeerFlags(args []string) (peerOptions, error) {
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds per side and count (ours, theirs, ours, …)")
 	fs.IntVar(&o.corruptions, "corruptions", 30, "timed restores per round")
 	fs.StringVar(&o.bin, "bin", "", "our binary built beforehand (e.g. go build -tags incluster, as the image runs it; default: build this checkout's provider)")
+	fs.StringVar(&o.base, "base", "", "another build of ours (e.g. main's, -tags incluster) run as a third side, alternating base, ours, cainjector: a before/after in one run")
 	if err := parseFlags(fs, args, peerUsage); err != nil {
 		return o, err
 	}
@@ -77,6 +81,11 @@ func (o peerOptions) Validate() error {
 	err := atLeast1(intFlag{"rounds", o.rounds}, intFlag{"corruptions", o.corruptions})
 	if len(o.counts) == 0 {
 		err = errors.Join(err, errors.New("-counts is empty: want e.g. 1,200"))
+	}
+	if o.base != "" {
+		if _, statErr := os.Stat(o.base); statErr != nil {
+			err = errors.Join(err, fmt.Errorf("-base: %w: want a build of ours, e.g. go build -tags incluster -o /tmp/base . in another checkout", statErr))
+		}
 	}
 	for i, n := range o.counts {
 		if n < 1 || n > 2000 {
@@ -161,17 +170,24 @@ func (o peerOptions) run(ctx context.Context, out io.Writer) error {
 		filepath.Base(filepath.Dir(cainjector)), version.GitVersion, runtime.NumCPU(), runtime.Version(), load)
 
 	sides := []side{
-		{name: "ours", start: b.startOurs, settled: b.oursSettled},
+		{name: "ours", start: b.startOurs("ours", rb.bin), settled: b.oursSettled},
 		{name: "cainjector", start: b.startCainjector, settled: b.cainjectorSettled},
+	}
+	if o.base != "" {
+		base, err := filepath.Abs(o.base)
+		if err != nil {
+			return fmt.Errorf("-base: %w", err)
+		}
+		sides = append([]side{{name: "base", start: b.startOurs("base", base), settled: b.oursSettled}}, sides...)
 	}
 	for _, n := range o.counts {
 		if err := b.keep(ctx, n); err != nil {
 			return err
 		}
 		results := map[string]*peerResult{}
-		for r := range 2 * o.rounds {
-			s := sides[r%2]
-			peerLogf("peer: %d kept APIServices, round %d of %d: %s", n, r/2+1, o.rounds, s.name)
+		for r := range len(sides) * o.rounds {
+			s := sides[r%len(sides)]
+			peerLogf("peer: %d kept APIServices, round %d of %d: %s", n, r/len(sides)+1, o.rounds, s.name)
 			if results[s.name] == nil {
 				results[s.name] = &peerResult{}
 			}
@@ -181,6 +197,11 @@ func (o peerOptions) run(ctx context.Context, out io.Writer) error {
 		}
 		if err := printPeer(out, n, o, results["ours"], results["cainjector"], loadAverage()); err != nil {
 			return err
+		}
+		if base := results["base"]; base != nil {
+			if err := printBase(out, n, base, results["ours"], results["cainjector"]); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -302,15 +323,22 @@ func certificatesDER(bundle []byte) ([][]byte, error) {
 	return out, nil
 }
 
-// startOurs runs our binary in reconcile mode as bench reconcile does and
-// waits until it leads and has reconciled every kept APIService.
-func (b *peerBench) startOurs(ctx context.Context, n int) (*devenv.Process, error) {
-	logFile, err := os.OpenFile(filepath.Join(b.logDir, fmt.Sprintf("ours-%d.log", n)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+// startOurs returns the start of a build of ours (bin, logged as name):
+// it runs bin in reconcile mode as bench reconcile does and waits until
+// it leads and has reconciled every kept APIService.
+func (b *peerBench) startOurs(name, bin string) func(ctx context.Context, n int) (*devenv.Process, error) {
+	return func(ctx context.Context, n int) (*devenv.Process, error) {
+		return b.startReconcile(ctx, name, bin, n)
+	}
+}
+
+func (b *peerBench) startReconcile(ctx context.Context, name, bin string, n int) (*devenv.Process, error) {
+	logFile, err := os.OpenFile(filepath.Join(b.logDir, fmt.Sprintf("%s-%d.log", name, n)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = logFile.Close() }()
-	p, err := devenv.StartReconcile(ctx, b.rb.bin, logFile, b.rb.env.Token,
+	p, err := devenv.StartReconcile(ctx, bin, logFile, b.rb.env.Token,
 		"--kubeconfig="+b.rb.env.Kubeconfig, "--namespace="+reconcileNamespace, "--record-configmap="+recordName,
 		"--leader-elect=true", "--leader-elect-lease-name="+leaseName)
 	if err != nil {
@@ -459,6 +487,29 @@ func printPeer(out io.Writer, n int, o peerOptions, ours, theirs *peerResult, lo
 	ms("p50", 50)
 	ms("p99", 99)
 	_, _ = fmt.Fprintf(w, "restore p50 by round\t%s\t%s\t\n", millisList(ours.roundP50), millisList(theirs.roundP50))
+	return w.Flush()
+}
+
+// printBase prints the base build's figures (-base) beside ours at one
+// count: ours/base is the before/after of a change, measured in the same
+// rotation as cainjector.
+func printBase(out io.Writer, n int, base, ours, theirs *peerResult) error {
+	_, _ = fmt.Fprintf(out, "\n%d kept: base (-base) in the same rotation\n", n)
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	_, _ = fmt.Fprintln(w, "\tbase\tours\tours/base\tbase/cainjector")
+	mib := func(label string, a, b, c []float64) {
+		x, y, z := median(a), median(b), median(c)
+		_, _ = fmt.Fprintf(w, "%s (median of rounds)\t%.1f MiB\t%.1f MiB\t%.2f\t%.2f\n", label, x, y, y/x, x/z)
+	}
+	mib("VmRSS", base.vmRSS, ours.vmRSS, theirs.vmRSS)
+	mib("RssAnon", base.anon, ours.anon, theirs.anon)
+	ms := func(label string, p int) {
+		x, y, z := base.restores.Percentile(p), ours.restores.Percentile(p), theirs.restores.Percentile(p)
+		_, _ = fmt.Fprintf(w, "restore %s (%d restores)\t%s\t%s\t%.2f\t%.2f\n", label, len(base.restores), devenv.Millis(x), devenv.Millis(y), float64(y)/float64(x), float64(x)/float64(z))
+	}
+	ms("p50", 50)
+	ms("p99", 99)
+	_, _ = fmt.Fprintf(w, "restore p50 by round\t%s\t%s\t\t\n", millisList(base.roundP50), millisList(ours.roundP50))
 	return w.Flush()
 }
 
