@@ -36,6 +36,9 @@ func Main(version string, args []string) int {
 		return code
 	}
 	lessHeadroom()
+	if soft := limitMemory("/"); soft > 0 {
+		klog.InfoS("Soft memory limit from the container's", "GOMEMLIMIT", soft, "share", memoryLimitShare)
+	}
 	ctrllog.SetLogger(klog.NewKlogr())
 	klog.InfoS("Starting", "component", "kmshealth-reconciler", "version", version)
 	return incluster.RunUntilSignal("reconciler", func(ctx context.Context) error { return Run(ctx, o, version) })
