@@ -49,10 +49,12 @@ func Main(version string, args []string) int {
 // kept object — and it allocates almost nothing while idle, so the
 // collector's headroom above the live heap (100% by default, all of it
 // in RSS once reached) is memory a kept object pays for and CPU it does
-// not save: at 50% a collection comes after half as much allocation, a
-// few per restore at most (BENCHMARKS.md "A stream that reads its own
-// watch"; ARCHITECTURE.md "What a watch costs").
-const gcPercent = 50
+// not save: at 25% a collection comes after a quarter as much
+// allocation, a few per restore at most, and more while a burst of lists
+// (start, a grown record) decodes. At 1,000 kept, 25 against 50 in one
+// paired run: RssAnon 34.6 against 46.4 MiB (BENCHMARKS.md "Reconciler
+// memory at 1,000 kept"; ARCHITECTURE.md "What a watch costs").
+const gcPercent = 25
 
 // lessHeadroom sets gcPercent unless GOGC is set.
 func lessHeadroom() {
