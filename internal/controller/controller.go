@@ -127,8 +127,10 @@ func (c *Controller) Name() string { return c.name }
 // Synced reports whether every watch has listed: readiness.
 func (c *Controller) Synced() bool { return c.watches.Synced() }
 
-// start starts the watches for the life of the process.
-func (c *Controller) start(ctx context.Context) {
+// start starts the watches for the life of the process; listed, if set,
+// is called after each watch's first list.
+func (c *Controller) start(ctx context.Context, listed func()) {
+	c.watches.listed = listed
 	c.watches.start(ctx)
 	c.watches.refresh()
 }

@@ -48,6 +48,12 @@ type ManagerOptions struct {
 
 	// Workers is the number of concurrent reconciles per controller.
 	Workers int
+
+	// OnSynced, if set, is called each time every controller's watches
+	// have listed after new ones started (at start: readiness; then when
+	// the record grows), from a goroutine of its own: the end of a burst
+	// of lists, after which the process is idle.
+	OnSynced func()
 }
 
 // maxTolerableExpiredLease is how long past its lease the leader may go
@@ -67,8 +73,15 @@ const maxTolerableExpiredLease = 20 * time.Second
 // and write timeouts (the Manager's own servers have none) that never
 // rebind when a term ends.
 func Run(ctx context.Context, o ManagerOptions, controllers ...*Controller) error {
+	listed := make(chan struct{}, 1)
+	signal := func() {
+		select {
+		case listed <- struct{}{}:
+		default: // one pending signal stands for any number
+		}
+	}
 	for _, c := range controllers {
-		c.start(ctx)
+		c.start(ctx, signal)
 	}
 	var lock *renewLock
 	if o.LeaderElect {
@@ -82,6 +95,9 @@ func Run(ctx context.Context, o ManagerOptions, controllers ...*Controller) erro
 	}
 	if err := incluster.ServeMetrics(ctx, o.Metrics, o.Config, Registry, metricsGuard); err != nil {
 		return err
+	}
+	if o.OnSynced != nil {
+		go whenSynced(ctx, controllers, listed, o.OnSynced)
 	}
 	for term := 0; ; term++ {
 		mgr, err := newManager(o, lock, controllers, term > 0)
@@ -97,6 +113,25 @@ func Run(ctx context.Context, o ManagerOptions, controllers ...*Controller) erro
 		}
 		lock.lost()
 		klog.InfoS("Lost the lease; campaigning again with the watches still running", "lease", o.LeaseNamespace+"/"+o.LeaseName, "identity", o.Identity)
+	}
+}
+
+// whenSynced calls f whenever, after a watch's first list (a signal on
+// listed), every controller's watches have listed, until ctx ends.
+func whenSynced(ctx context.Context, controllers []*Controller, listed <-chan struct{}, f func()) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-listed:
+		}
+		synced := true
+		for _, c := range controllers {
+			synced = synced && c.Synced()
+		}
+		if synced {
+			f()
+		}
 	}
 }
 

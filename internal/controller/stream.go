@@ -55,7 +55,10 @@ type stream struct {
 	root   bool
 	synced atomic.Bool // listed at least once
 
-	parent *stream            // a view's cluster-wide stream
+	parent *stream // a view's cluster-wide stream
+	// listed, if set, is called after the stream's first list, once its
+	// objects are in the cache and its users notified.
+	listed func()
 	views  map[string]*stream // a cluster-wide stream's views, by object key; guarded by watches.mu
 
 	mu   sync.RWMutex
@@ -202,6 +205,9 @@ func (s *stream) relist(ctx context.Context, consistent bool, notify func(keys [
 	s.mu.Unlock()
 	if first := !s.synced.Swap(true); first {
 		notify(nil)
+		if s.listed != nil {
+			s.listed()
+		}
 	} else if keys := s.differ(old, objs); len(keys) > 0 {
 		notify(keys)
 	}

@@ -167,6 +167,10 @@ type watches struct {
 	running map[Ref]*stream
 	uses    map[string][]Ref // key -> the refs it depends on
 	sink    func(key string) // the current leader's queue, nil while not leading
+
+	// listed, if set (before start), is called after each stream's first
+	// list.
+	listed func()
 }
 
 func newWatches(name string, roots []Ref, deps func(Cache) map[string][]Ref) *watches {
@@ -350,7 +354,7 @@ func (w *watches) startLocked(r Ref, root bool) *stream {
 	if r.Name != "" {
 		tweak = kube.ByName(r.Name)
 	}
-	st := &stream{ref: r, users: map[string]struct{}{}, root: root, tweak: tweak}
+	st := &stream{ref: r, users: map[string]struct{}{}, root: root, tweak: tweak, listed: w.listed}
 	if r.Kind.ClusterWide {
 		st.views = map[string]*stream{}
 	}
