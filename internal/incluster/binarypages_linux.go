@@ -25,18 +25,26 @@ import (
 // (BENCHMARKS.md "Reconciler memory at 1,000 kept").
 //
 // Writable mappings (data, bss) are never touched: only mappings of the
-// executable without write permission, to which a process never writes,
-// so MADV_DONTNEED loses nothing.
+// executable without write permission that hold no private page. A
+// read-only mapping can still hold private pages: the dynamic linker
+// writes relocations into a RELRO segment (a PIE or externally linked
+// build, as distributions build Go programs) before making it read-only,
+// and MADV_DONTNEED would drop them, so the next read would see the
+// file's unrelocated bytes. Such a page is a private copy of the file's,
+// counted as Anonymous in /proc/self/smaps: a mapping with any is left
+// alone (on the image's static build none has one). Private_Dirty says
+// nothing here: it also counts the file's own pages while the page cache
+// has not yet written them back, as for a binary just built.
 func ReleaseBinaryPages() (int64, error) {
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
 		return 0, fmt.Errorf("release the binary's pages: %w", err)
 	}
-	maps, err := os.ReadFile("/proc/self/maps")
+	smaps, err := os.ReadFile("/proc/self/smaps")
 	if err != nil {
 		return 0, fmt.Errorf("release the binary's pages: %w", err)
 	}
-	ranges, err := readOnlyMappings(maps, exe)
+	ranges, err := readOnlyMappings(smaps, exe)
 	if err != nil {
 		return 0, fmt.Errorf("release the binary's pages: %w", err)
 	}
@@ -57,14 +65,35 @@ func ReleaseBinaryPages() (int64, error) {
 // mapping is an address range of /proc/self/maps.
 type mapping struct{ start, end uintptr }
 
-// readOnlyMappings returns the ranges of maps (the text of
-// /proc/self/maps) that map file path readable and not writable.
-func readOnlyMappings(maps []byte, path string) ([]mapping, error) {
+// readOnlyMappings returns the ranges of smaps (the text of
+// /proc/self/smaps, or of /proc/self/maps, which has no fields) that map
+// file path readable and not writable and, where smaps says so, hold no
+// anonymous page (a private copy of the file's, such as a relocation).
+func readOnlyMappings(smaps []byte, path string) ([]mapping, error) {
 	var out []mapping
-	sc := bufio.NewScanner(bytes.NewReader(maps))
+	var cur *mapping // the candidate whose fields are being read
+	flush := func() {
+		if cur != nil {
+			out = append(out, *cur)
+			cur = nil
+		}
+	}
+	sc := bufio.NewScanner(bytes.NewReader(smaps))
 	for sc.Scan() {
-		// start-end perms offset dev inode path
-		f := strings.Fields(sc.Text())
+		line := sc.Text()
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if name, ok := strings.CutSuffix(f[0], ":"); ok && !strings.Contains(name, "-") {
+			// A field of the mapping above: "Anonymous:  12 kB".
+			if cur != nil && name == "Anonymous" && (len(f) < 2 || f[1] != "0") {
+				cur = nil // it holds pages of its own: releasing them would lose them
+			}
+			continue
+		}
+		// A mapping: start-end perms offset dev inode path
+		flush()
 		if len(f) < 6 || strings.Join(f[5:], " ") != path {
 			continue
 		}
@@ -74,14 +103,15 @@ func readOnlyMappings(maps []byte, path string) ([]mapping, error) {
 		}
 		lo, hi, ok := strings.Cut(f[0], "-")
 		if !ok {
-			return nil, fmt.Errorf("a line of /proc/self/maps without an address range: %q", sc.Text())
+			return nil, fmt.Errorf("a line of /proc/self/smaps without an address range: %q", line)
 		}
 		start, err1 := strconv.ParseUint(lo, 16, 64)
 		end, err2 := strconv.ParseUint(hi, 16, 64)
 		if err := errors.Join(err1, err2); err != nil || end <= start {
-			return nil, fmt.Errorf("a line of /proc/self/maps with a bad address range: %q", sc.Text())
+			return nil, fmt.Errorf("a line of /proc/self/smaps with a bad address range: %q", line)
 		}
-		out = append(out, mapping{uintptr(start), uintptr(end)})
+		cur = &mapping{uintptr(start), uintptr(end)}
 	}
+	flush()
 	return out, sc.Err()
 }

@@ -37,6 +37,35 @@ func TestReadOnlyMappings(t *testing.T) {
 	}
 }
 
+// TestReadOnlyMappingsKeepsPrivatePages: a read-only mapping of the
+// executable that holds pages of its own (Anonymous: a RELRO segment the
+// dynamic linker relocated, then made read-only) is never released; one
+// whose pages are all the file's is, even while the page cache has not
+// written them back (Private_Dirty, as for a binary just built).
+func TestReadOnlyMappingsKeepsPrivatePages(t *testing.T) {
+	const exe = "/usr/bin/terraform-provider-kmshealth"
+	entry := func(r, perms string, fields ...string) string {
+		return strings.Join(append([]string{r + " " + perms + " 00000000 fd:00 1234 " + exe}, fields...), "\n")
+	}
+	smaps := strings.Join([]string{
+		entry("00400000-00500000", "r-xp", "Size: 1024 kB", "Private_Dirty:         0 kB", "Anonymous:             0 kB", "VmFlags: rd ex mr mw me dw"),
+		entry("00500000-00600000", "r--p", "Private_Dirty:         8 kB", "Anonymous:             8 kB", "VmFlags: rd mr mw me dw"),
+		entry("00600000-00700000", "r--p", "Private_Dirty:         0 kB", "Anonymous:             4 kB"),
+		entry("00700000-00800000", "r--p", "Private_Dirty:       836 kB", "Anonymous:             0 kB"),
+		entry("00800000-00900000", "r--p", "Private_Dirty:         0 kB", "Anonymous:             0 kB"),
+		entry("00900000-00a00000", "rw-p", "Private_Dirty:         0 kB", "Anonymous:             0 kB"),
+		"",
+	}, "\n")
+	got, err := readOnlyMappings([]byte(smaps), exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []mapping{{0x00400000, 0x00500000}, {0x00700000, 0x00800000}, {0x00800000, 0x00900000}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("readOnlyMappings = %x, want %x", got, want)
+	}
+}
+
 // TestReleaseBinaryPages: in this test process, the executable's
 // read-only pages leave the resident set, and the code keeps running (the
 // pages still used are mapped again when touched).
