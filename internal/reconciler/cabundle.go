@@ -50,14 +50,7 @@ type caBundlePattern struct {
 	configmaps   *controller.Kind
 	client       apiregclient.APIServicesGetter
 	fieldManager string
-	parsed       *parsedRecord[caBundleEntries]
-}
-
-// caBundleEntries are the record's APIService entries: good with their
-// source, bad with the reason they do not parse.
-type caBundleEntries struct {
-	good map[string]cabundle.Source
-	bad  map[string]error
+	parsed       *parsedRecord[cabundle.Source]
 }
 
 func newCABundlePattern(c *Clients, o Options) *caBundlePattern {
@@ -73,10 +66,7 @@ func newCABundlePattern(c *Clients, o Options) *caBundlePattern {
 		configmaps:   configmaps,
 		client:       c.Aggregator.ApiregistrationV1(),
 		fieldManager: o.FieldManager,
-		parsed: newParsedRecord(func(data map[string]string) caBundleEntries {
-			good, bad := cabundle.FromRecord(data)
-			return caBundleEntries{good: good, bad: bad}
-		}),
+		parsed:       newParsedRecord(cabundle.FromRecord),
 	}
 }
 
@@ -101,8 +91,7 @@ func (p *caBundlePattern) entries(c controller.Cache) (map[string]cabundle.Sourc
 	if !ok {
 		return nil, nil
 	}
-	e := p.parsed.of(obj.(*corev1.ConfigMap))
-	return e.good, e.bad
+	return p.parsed.of(obj.(*corev1.ConfigMap))
 }
 
 func (p *caBundlePattern) sourceRef(s cabundle.Source) controller.Ref {

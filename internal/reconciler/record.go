@@ -16,26 +16,31 @@ import (
 // the pointer identifies what was parsed: a new record (an event, or a
 // relist) is parsed once, on first use.
 //
-// What parse returns is shared by every caller: read it, never modify it.
-type parsedRecord[T any] struct {
-	parse func(data map[string]string) T
+// parse is one pattern's record parser (cabundle.FromRecord,
+// cabundle.TargetsFromRecord): its entries that parse, and the reason for
+// each that does not. What it returns is shared by every caller: read it,
+// never modify it.
+type parsedRecord[V any] struct {
+	parse func(data map[string]string) (good map[string]V, bad map[string]error)
 
 	mu   sync.Mutex
-	from *corev1.ConfigMap // the record val was parsed from
-	val  T
+	from *corev1.ConfigMap // the record good and bad were parsed from
+	good map[string]V
+	bad  map[string]error
 }
 
-func newParsedRecord[T any](parse func(data map[string]string) T) *parsedRecord[T] {
-	return &parsedRecord[T]{parse: parse}
+func newParsedRecord[V any](parse func(map[string]string) (map[string]V, map[string]error)) *parsedRecord[V] {
+	return &parsedRecord[V]{parse: parse}
 }
 
 // of returns what parse returns for record's data, parsing it only if
 // record is not the one parsed last.
-func (r *parsedRecord[T]) of(record *corev1.ConfigMap) T {
+func (r *parsedRecord[V]) of(record *corev1.ConfigMap) (good map[string]V, bad map[string]error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.from != record {
-		r.val, r.from = r.parse(record.Data), record
+		r.good, r.bad = r.parse(record.Data)
+		r.from = record
 	}
-	return r.val
+	return r.good, r.bad
 }

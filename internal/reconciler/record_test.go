@@ -32,17 +32,17 @@ func TestParsedRecord(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			parses := 0
-			r := newParsedRecord(func(data map[string]string) caBundleEntries {
+			r := newParsedRecord(func(data map[string]string) (map[string]cabundle.Source, map[string]error) {
 				parses++
-				good, bad := cabundle.FromRecord(data)
-				return caBundleEntries{good: good, bad: bad}
+				return cabundle.FromRecord(data)
 			})
-			var got caBundleEntries
+			var good map[string]cabundle.Source
+			var bad map[string]error
 			for _, cm := range tt.reads {
-				got = r.of(cm)
+				good, bad = r.of(cm)
 			}
-			if parses != tt.parses || len(got.good) != tt.good || len(got.bad) != tt.bad {
-				t.Errorf("parses %d, good %d, bad %d; want %d, %d, %d", parses, len(got.good), len(got.bad), tt.parses, tt.good, tt.bad)
+			if parses != tt.parses || len(good) != tt.good || len(bad) != tt.bad {
+				t.Errorf("parses %d, good %d, bad %d; want %d, %d, %d", parses, len(good), len(bad), tt.parses, tt.good, tt.bad)
 			}
 		})
 	}

@@ -42,14 +42,7 @@ type webhookCABundlePattern struct {
 	secrets      *controller.Kind
 	configmaps   *controller.Kind
 	fieldManager string
-	parsed       *parsedRecord[webhookEntries]
-}
-
-// webhookEntries are the record's webhook and CRD entries: good with what
-// they keep, bad with the reason they do not parse.
-type webhookEntries struct {
-	good map[string]cabundle.Kept
-	bad  map[string]error
+	parsed       *parsedRecord[cabundle.Kept]
 }
 
 func newWebhookCABundlePattern(c *Clients, o Options) *webhookCABundlePattern {
@@ -77,10 +70,7 @@ func newWebhookCABundlePattern(c *Clients, o Options) *webhookCABundlePattern {
 		secrets:      controller.TypedKind(c.Core.CoreV1().RESTClient(), "secrets", &corev1.Secret{}),
 		configmaps:   configmaps,
 		fieldManager: o.FieldManager,
-		parsed: newParsedRecord(func(data map[string]string) webhookEntries {
-			good, bad := cabundle.TargetsFromRecord(data)
-			return webhookEntries{good: good, bad: bad}
-		}),
+		parsed:       newParsedRecord(cabundle.TargetsFromRecord),
 	}
 }
 
@@ -105,8 +95,7 @@ func (p *webhookCABundlePattern) entries(c controller.Cache) (map[string]cabundl
 	if !ok {
 		return nil, nil
 	}
-	e := p.parsed.of(obj.(*corev1.ConfigMap))
-	return e.good, e.bad
+	return p.parsed.of(obj.(*corev1.ConfigMap))
 }
 
 func (p *webhookCABundlePattern) objectRef(key string) (controller.Ref, bool) {
