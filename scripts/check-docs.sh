@@ -15,10 +15,13 @@ terraform_docs=$(bash tools/install.sh terraform-docs)
 terraform=$(bash tools/install.sh terraform-latest)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-go build -o "$tmp/bin/terraform-provider-kmshealth" .
+# The provider, built where the next run finds it: go build leaves an
+# up-to-date binary as it is instead of linking it again.
+bin=$PWD/build/docs-check
+go build -o "$bin/terraform-provider-kmshealth" .
 cat >"$tmp/cli.tfrc" <<RC
 provider_installation {
-  dev_overrides { "registry.terraform.io/kmshealth/kmshealth" = "$tmp/bin" }
+  dev_overrides { "registry.terraform.io/kmshealth/kmshealth" = "$bin" }
   direct {}
 }
 RC

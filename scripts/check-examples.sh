@@ -25,12 +25,15 @@ terraform_latest=$(bash tools/install.sh terraform-latest)
 tofu=$(bash tools/install.sh tofu)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-go build -o "$tmp/bin/terraform-provider-kmshealth" .
+# The provider, built where the next run finds it: go build leaves an
+# up-to-date binary as it is instead of linking it again.
+bin=$PWD/build/examples-check
+go build -o "$bin/terraform-provider-kmshealth" .
 cat >"$tmp/cli.tfrc" <<RC
 provider_installation {
   dev_overrides {
-    "registry.terraform.io/kmshealth/kmshealth" = "$tmp/bin"
-    "registry.opentofu.org/kmshealth/kmshealth" = "$tmp/bin"
+    "registry.terraform.io/kmshealth/kmshealth" = "$bin"
+    "registry.opentofu.org/kmshealth/kmshealth" = "$bin"
   }
   direct {}
 }
