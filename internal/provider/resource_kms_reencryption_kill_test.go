@@ -93,7 +93,9 @@ resource "kmshealth_kms_reencryption" "test" {
 	command := func(args ...string) *exec.Cmd {
 		cmd := exec.CommandContext(ctx, cliPath, args...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+rc, "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1", "TF_LOG=")
+		// TMPDIR in the test's directory: the killed provider cannot remove
+		// its plugin socket (go-plugin makes it there), and the test does.
+		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+rc, "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1", "TF_LOG=", "TMPDIR="+dir)
 		cmd.Stdout, cmd.Stderr = &out, &out
 		// Its own process group: the kill reaches the provider too.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

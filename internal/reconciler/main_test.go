@@ -36,16 +36,16 @@ func TestMain(m *testing.M) {
 	if _, child := os.LookupEnv("KMSHEALTH_HELPER_ARGS"); child {
 		os.Exit(m.Run()) // a child of TestCommandLine needs no control plane
 	}
-	dir, err := os.MkdirTemp("", "kmshealth-reconciler-test-")
-	if err != nil {
-		panic(err)
-	}
-	binary, err = devenv.BuildProvider(context.Background(), dir, "test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	testenv.Main(m, func(e *testenv.Env) { env = e })
+	testenv.Main(m, func(e *testenv.Env) {
+		env = e
+		// Into the control plane's scratch directory, which goes with it.
+		var err error
+		if binary, err = devenv.BuildProvider(context.Background(), e.Dir, "test"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			e.Stop()
+			os.Exit(1)
+		}
+	})
 }
 
 func agg(t testing.TB) aggregator.Interface {

@@ -31,16 +31,16 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "kmshealth-reporter-test-")
-	if err != nil {
-		panic(err)
-	}
-	binary, err = devenv.BuildProvider(context.Background(), dir, "test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	testenv.Main(m, func(e *testenv.Env) { env = e })
+	testenv.Main(m, func(e *testenv.Env) {
+		env = e
+		// Into the control plane's scratch directory, which goes with it.
+		var err error
+		if binary, err = devenv.BuildProvider(context.Background(), e.Dir, "test"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			e.Stop()
+			os.Exit(1)
+		}
+	})
 }
 
 // interval is the shortest the reporter accepts; staleness is 4 × it.
@@ -95,10 +95,11 @@ func startNode(t *testing.T, name, kek string, target kmshealth.Target, extraArg
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := os.MkdirTemp("", "kh-"+name+"-")
+	dir, err := os.MkdirTemp("", "kh-"+name+"-") // not t.TempDir: unix socket paths are short
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) }) // last: after the processes below stopped
 	n := &node{name: name, dir: dir, log: &devenv.SyncBuffer{}}
 	if n.plugin, err = kmstest.Start(filepath.Join(dir, "kms-1.sock"), kek); err != nil {
 		t.Fatal(err)
@@ -116,7 +117,6 @@ func startNode(t *testing.T, name, kek string, target kmshealth.Target, extraArg
 	t.Cleanup(func() {
 		n.reporter.Stop()
 		n.plugin.Stop()
-		_ = os.RemoveAll(dir)
 		if t.Failed() {
 			t.Logf("reporter %s log:\n%s", name, n.log)
 		}

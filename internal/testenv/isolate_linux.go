@@ -36,7 +36,12 @@ var isolated *isolation
 // interface, so no packet can leave the machine, whatever a pod sends. The
 // one global thing a node makes, its cgroups under one root named for this
 // run, is removed here once the copy has exited, and anything else left on
-// the host is reported as a failure.
+// the host is reported as a failure. So is the copy's temporary directory
+// (its TMPDIR, where the test bed's scratch directories are): inside the
+// namespaces a node's scratch directory holds mount points (pods' volumes,
+// containers' root file systems, network namespace files) until the copy
+// exits, so only the parent can remove all of it (unless
+// KMSHEALTH_KEEP_TESTENV asks to keep it).
 func isolate() error {
 	if v := os.Getenv(isolatedEnv); v != "" {
 		isolated = &isolation{cgroupRoot: v}
@@ -50,9 +55,13 @@ func isolate() error {
 		return err
 	}
 	root := fmt.Sprintf("/kmshealth-node-%d", os.Getpid())
+	scratch, err := os.MkdirTemp("", "kmsh-n") // short: unix socket paths live under it
+	if err != nil {
+		return err
+	}
 	cmd := exec.Command("/proc/self/exe", os.Args[1:]...)
 	cmd.Args[0] = os.Args[0]
-	cmd.Env = append(os.Environ(), isolatedEnv+"="+root)
+	cmd.Env = append(os.Environ(), isolatedEnv+"="+root, "TMPDIR="+scratch)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWNET,
@@ -81,6 +90,12 @@ func isolate() error {
 	}
 	if err := checkHostState(before); err != nil {
 		fmt.Fprintln(os.Stderr, "testenv: tear-down:", err)
+		code = 1
+	}
+	if os.Getenv("KMSHEALTH_KEEP_TESTENV") != "" {
+		fmt.Fprintln(os.Stderr, "testenv: kept the node's temporary directory", scratch)
+	} else if err := os.RemoveAll(scratch); err != nil {
+		fmt.Fprintln(os.Stderr, "testenv: tear-down: remove the node's temporary directory:", err)
 		code = 1
 	}
 	os.Exit(code)
