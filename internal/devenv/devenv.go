@@ -18,10 +18,45 @@ import (
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/gobuild"
 )
 
-// Root is the checkout's root directory.
+// Module is this project's module path: go.mod's module line.
+const Module = "github.com/kmshealth/terraform-provider-kmshealth"
+
+// Root is the checkout's root directory: where this file was compiled from,
+// or, in a -trimpath build (make test's, whose compiled packages the image
+// and release builds share), which records module paths instead of
+// directories, the nearest directory at or above the working directory
+// whose go.mod declares Module (go test runs a test in its package's
+// directory; the demo and the benches run from the checkout). It panics
+// when there is none: every caller builds or runs something from the
+// checkout, and nothing else would work either.
 func Root() string {
-	_, self, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(self), "..", "..")
+	if _, self, _, ok := runtime.Caller(0); ok && filepath.IsAbs(self) {
+		return filepath.Join(filepath.Dir(self), "..", "..")
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		panic(fmt.Sprintf("devenv: the checkout's root: %v", err))
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && modulePath(b) == Module {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			panic("devenv: no directory at or above the working directory holds the go.mod of " + Module + ": run this from the checkout")
+		}
+		dir = parent
+	}
+}
+
+// modulePath is the module line of a go.mod file, "" without one.
+func modulePath(gomod []byte) string {
+	for _, line := range strings.Split(string(gomod), "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
+			return strings.Trim(strings.TrimSpace(rest), `"`)
+		}
+	}
+	return ""
 }
 
 // Tool returns the path of a tool built by tools/install.sh (terraform,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 )
@@ -14,8 +13,11 @@ import (
 // output and its lock after the test.
 func freshOutput(t *testing.T, name string) string {
 	t.Helper()
-	_, self, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(self), "..", "..")
+	wd, err := os.Getwd() // go test runs a test in its package's directory
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(wd, "..", "..")
 	out := filepath.Join(root, Dir, name)
 	t.Cleanup(func() { _ = os.Remove(out); _ = os.Remove(out + ".lock") })
 	_ = os.Remove(out)

@@ -34,6 +34,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/gobuild"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/image"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/rbacproxy"
@@ -96,7 +97,7 @@ func (n *Node) start(ctx context.Context) error {
 	if err := os.MkdirAll(n.dir, 0o700); err != nil {
 		return err
 	}
-	moduleDir := moduleRoot()
+	moduleDir := devenv.Root()
 	// The project image, exactly as `make image` builds it, and the sandbox.
 	n.Image = nodeImageRepository + ":" + nodeImageVersion
 	n.ImageTarball = n.path("image.oci.tar")
@@ -392,12 +393,6 @@ func (n *Node) stop() {
 	n.procs = nil
 }
 
-// moduleRoot is this checkout's module directory.
-func moduleRoot() string {
-	_, self, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(self), "..", "..")
-}
-
 func goCommand(ctx context.Context, dir string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
@@ -413,7 +408,7 @@ func RBACProxyBinary() (string, error) {
 	if p := os.Getenv("KMSHEALTH_KUBE_RBAC_PROXY"); p != "" {
 		return p, nil
 	}
-	script := filepath.Join(moduleRoot(), "tools", "install.sh")
+	script := filepath.Join(devenv.Root(), "tools", "install.sh")
 	out, err := exec.Command("bash", script, "kube-rbac-proxy").Output()
 	if err != nil {
 		return "", fmt.Errorf("build kube-rbac-proxy with %s (or set KMSHEALTH_KUBE_RBAC_PROXY): %w", script, err)

@@ -17,7 +17,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,8 +78,7 @@ func Binary() (string, error) {
 	if p := os.Getenv("KMSHEALTH_KUBE_TESTSERVER"); p != "" {
 		return p, nil
 	}
-	_, self, _, _ := runtime.Caller(0)
-	script := filepath.Join(filepath.Dir(self), "..", "..", "tools", "install.sh")
+	script := filepath.Join(devenv.Root(), "tools", "install.sh")
 	out, err := exec.Command("bash", script, "kube-testserver").Output()
 	if err != nil {
 		return "", fmt.Errorf("build kube-testserver with %s: %w", script, err)
