@@ -18,7 +18,7 @@ class=${1:?usage: $0 unit|integration|node}
 module=$(go list -m)
 node=$(grep -rlE --include='*_test.go' 'testenv\.MainWithNode\(|devenv\.StartReport\(' internal | xargs -n1 dirname | sort -u)
 # testenv's own TestMain calls Main unqualified.
-plane=$(grep -rlE --include='*_test.go' 'testenv\.Main(N)?\(|^func TestMain\(m \*testing\.M\) \{ Main\(' internal | xargs -n1 dirname | sort -u)
+plane=$(grep -rlE --include='*_test.go' 'testenv\.Main(N|WithProvider)?\(|^func TestMain\(m \*testing\.M\) \{ Main\(' internal | xargs -n1 dirname | sort -u)
 # A package whose only tests are acceptance tests (TestAcc*, make acc's)
 # is in no class here: its TestMain would start a control plane for
 # nothing (internal/moduletest: two API servers and "no tests to run").

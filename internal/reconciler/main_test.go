@@ -36,16 +36,7 @@ func TestMain(m *testing.M) {
 	if _, child := os.LookupEnv("KMSHEALTH_HELPER_ARGS"); child {
 		os.Exit(m.Run()) // a child of TestCommandLine needs no control plane
 	}
-	testenv.Main(m, func(e *testenv.Env) {
-		env = e
-		// Into the control plane's scratch directory, which goes with it.
-		var err error
-		if binary, err = devenv.BuildProvider(context.Background(), e.Dir, "test"); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			e.Stop()
-			os.Exit(1)
-		}
-	})
+	testenv.MainWithProvider(m, func(e *testenv.Env, bin string) { env, binary = e, bin })
 }
 
 func agg(t testing.TB) aggregator.Interface {

@@ -31,16 +31,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	testenv.Main(m, func(e *testenv.Env) {
-		env = e
-		// Into the control plane's scratch directory, which goes with it.
-		var err error
-		if binary, err = devenv.BuildProvider(context.Background(), e.Dir, "test"); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			e.Stop()
-			os.Exit(1)
-		}
-	})
+	testenv.MainWithProvider(m, func(e *testenv.Env, bin string) { env, binary = e, bin })
 }
 
 // interval is the shortest the reporter accepts; staleness is 4 × it.

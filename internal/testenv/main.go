@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
 )
 
 // Main is a TestMain body: it starts one Env for the whole package, hands it
@@ -12,6 +14,22 @@ import (
 // fails the package; it never skips.
 func Main(m *testing.M, set func(*Env)) {
 	mainWith(m, set, false)
+}
+
+// MainWithProvider is Main for a package whose tests run the provider
+// binary as a process: it also builds the provider from this checkout
+// (devenv.BuildProvider, version "test") into the Env's scratch directory,
+// which goes with the Env, and hands set its path.
+func MainWithProvider(m *testing.M, set func(e *Env, binary string)) {
+	mainWith(m, func(e *Env) {
+		binary, err := devenv.BuildProvider(context.Background(), e.Dir, "test")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "testenv:", err)
+			e.Stop()
+			os.Exit(1)
+		}
+		set(e, binary)
+	}, false)
 }
 
 // MainWithNode is Main for a package with node tests: the whole test binary
