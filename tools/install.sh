@@ -94,6 +94,16 @@ cli_without_remote_state() {
   rm -rf "$tmp"
 }
 
+# go_install <go install arguments...> <out>: go install into a temporary
+# GOBIN, removed afterwards, and the one binary it made to <out>.
+go_install() {
+  local out=${!#} tmp rc=0
+  tmp=$(mktemp -d)
+  GOBIN=$tmp go install "${@:1:$#-1}" && mv "$tmp"/* "$out" || rc=$?
+  rm -rf "$tmp"
+  return "$rc"
+}
+
 case "${1:-}" in
 kube-testserver)
   v=${KUBE_VERSION#v}
@@ -141,7 +151,7 @@ kube-rbac-proxy | kube-rbac-proxy-v0.19)
   ;;
 tfplugindocs)
   build tfplugindocs "$TFPLUGINDOCS_VERSION" "" \
-    bash -c 'tmp=$(mktemp -d); GOBIN=$tmp go install -trimpath github.com/hashicorp/terraform-plugin-docs/cmd/tfplugindocs@$0 && mv $tmp/tfplugindocs $1' "$TFPLUGINDOCS_VERSION"
+    go_install -trimpath github.com/hashicorp/terraform-plugin-docs/cmd/tfplugindocs@$TFPLUGINDOCS_VERSION
   ;;
 terraform-docs)
   # Generates the inputs and outputs of modules/*/README.md. Wrapper module:
@@ -152,18 +162,18 @@ terraform-docs)
   ;;
 golangci-lint)
   build golangci-lint "$GOLANGCI_LINT_VERSION" "" \
-    bash -c 'tmp=$(mktemp -d); GOBIN=$tmp go install -trimpath github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$0 && mv $tmp/golangci-lint $1' "$GOLANGCI_LINT_VERSION"
+    go_install -trimpath github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION
   ;;
 goreleaser)
   build goreleaser "$GORELEASER_VERSION" "" \
-    bash -c 'tmp=$(mktemp -d); GOBIN=$tmp go install -trimpath -ldflags "-s -w" github.com/goreleaser/goreleaser/v2@$0 && mv $tmp/goreleaser $1' "$GORELEASER_VERSION"
+    go_install -trimpath -ldflags "-s -w" github.com/goreleaser/goreleaser/v2@$GORELEASER_VERSION
   ;;
 promtool)
   # Only the command-line tool, and without Prometheus's service-discovery
   # plugins (build tag remove_all_sd: the cloud SDKs are most of its
   # dependency tree, and `check rules`/`test rules` use none of them).
   build promtool "$PROMETHEUS_VERSION" "-nosd" \
-    bash -c 'tmp=$(mktemp -d); GOBIN=$tmp go install -trimpath -tags remove_all_sd -ldflags "-s -w" github.com/prometheus/prometheus/cmd/promtool@$0 && mv $tmp/promtool $1' "$PROMETHEUS_VERSION"
+    go_install -trimpath -tags remove_all_sd -ldflags "-s -w" github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION
   ;;
 cainjector)
   # cert-manager's command is the nested module .../cmd/cainjector, which
@@ -177,7 +187,7 @@ terraform-provider-kubectl)
   # gavinbunney/kubectl, for bench plan's kubectl_manifest reference row;
   # the bench installs it with dev_overrides (no registry is reachable).
   build terraform-provider-kubectl "$KUBECTL_PROVIDER_VERSION" "" \
-    bash -c 'tmp=$(mktemp -d); GOBIN=$tmp go install -trimpath -ldflags "-s -w" github.com/gavinbunney/terraform-provider-kubectl@$0 && mv $tmp/terraform-provider-kubectl $1' "$KUBECTL_PROVIDER_VERSION"
+    go_install -trimpath -ldflags "-s -w" github.com/gavinbunney/terraform-provider-kubectl@$KUBECTL_PROVIDER_VERSION
   ;;
 node-packages)
   # The node test bed's container runtime, from the distribution (the
