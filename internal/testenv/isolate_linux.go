@@ -68,6 +68,7 @@ func isolate() error {
 		Pdeathsig:  syscall.SIGKILL,
 	}
 	if err := cmd.Start(); err != nil {
+		_ = os.Remove(scratch)
 		return fmt.Errorf("start the node's namespaces (clone with new PID, mount and network namespaces): %w", err)
 	}
 	sig := make(chan os.Signal, 1)
