@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -66,6 +67,7 @@ type Env struct {
 
 	ca       *keyPair
 	forNode  bool // started by MainWithNode, in the node's namespaces
+	lean     bool // started by a test binary: see leanAPIServerArgs
 	nodeOnce sync.Once
 	node     *Node
 	nodeErr  error
@@ -102,7 +104,7 @@ func start(ctx context.Context, forNode bool) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{Dir: dir, binary: bin, forNode: forNode}
+	e := &Env{Dir: dir, binary: bin, forNode: forNode, lean: testing.Testing()}
 	if err := e.start(ctx); err != nil {
 		e.Stop()
 		return nil, err
@@ -186,6 +188,9 @@ resources:
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
 		"--v=1",
+	}
+	if e.lean {
+		e.apiArgs = append(e.apiArgs, leanAPIServerArgs()...)
 	}
 	if err := e.startAPIServer(ctx); err != nil {
 		return err
@@ -303,6 +308,9 @@ func (e *Env) spawnProgram(logName, path string, args ...string) (*exec.Cmd, err
 	}
 	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if e.lean && path == e.binary {
+		cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+	}
 	// The control plane never outlives the test process that started it
 	// (on Linux; see devenv.ChildAttr).
 	cmd.SysProcAttr = devenv.ChildAttr()
