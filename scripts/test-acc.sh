@@ -13,11 +13,44 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # The release the rehearsal test (TestAccRelease_rehearsal) installs: built
 # once, by goreleaser from .goreleaser.yaml, for every pass. The passes
-# only read it.
+# only read it. It builds in the background (an image and two goreleaser
+# runs, 1-3 minutes after a change): the passes start meanwhile, and the
+# package that holds the rehearsal test, which runs after another in its
+# slot, waits for the build (wait_rehearsal). The build holds an exclusive
+# flock on build/rehearsal.lock until it has written its exit status; a
+# waiter takes a shared one. Without flock(1) (macOS) it builds first.
+rehearsal_pid=''
 if [ -z "${KMSHEALTH_RELEASE_REHEARSAL:-}" ]; then
-  go run ./internal/cmd/rehearse -out build/rehearsal
   export KMSHEALTH_RELEASE_REHEARSAL="$PWD/build/rehearsal"
+  if command -v flock >/dev/null; then
+    mkdir -p build
+    rm -f build/rehearsal.rc
+    exec 9>build/rehearsal.lock
+    flock -x 9
+    (
+      go run ./internal/cmd/rehearse -out build/rehearsal >build/rehearsal.log 2>&1 9>&-
+      echo $? >build/rehearsal.rc
+    ) &
+    rehearsal_pid=$!
+    exec 9>&- # the build's subshell holds the lock now
+    export KMSHEALTH_REHEARSAL_LOCK="$PWD/build/rehearsal.lock"
+  else
+    go run ./internal/cmd/rehearse -out build/rehearsal
+  fi
 fi
+# wait_rehearsal returns once the background build of the rehearsal has
+# ended, and fails, with its output, when it failed.
+wait_rehearsal() {
+  [ -n "${KMSHEALTH_REHEARSAL_LOCK:-}" ] || return 0
+  flock -s "$KMSHEALTH_REHEARSAL_LOCK" true
+  local dir=${KMSHEALTH_REHEARSAL_LOCK%/*} rc
+  rc=$(cat "$dir/rehearsal.rc" 2>/dev/null || echo "no status")
+  if [ "$rc" != 0 ]; then
+    echo "the release rehearsal's build (go run ./internal/cmd/rehearse) failed ($rc):"
+    cat "$dir/rehearsal.log"
+    return 1
+  fi
+}
 # Only the packages that have acceptance tests: every other package's
 # TestMain would start an API server for nothing.
 mapfile -t pkgs < <(grep -rl --include='*_test.go' '^func TestAcc' . | xargs -n1 dirname | sort -u)
@@ -51,6 +84,10 @@ if [ $# -gt 1 ]; then
     wait "${pids[$i]}" || rc=1
     cat "$out/${clis[$i]}"
   done
+  if [ -n "$rehearsal_pid" ]; then
+    wait "$rehearsal_pid"
+    cat build/rehearsal.log
+  fi
   exit "$rc"
 fi
 cli=${1:?usage: $0 terraform|terraform-latest|tofu [...]}
@@ -172,7 +209,12 @@ slot() {
     ;;
   rest)
     for p in "${pkgs[@]}"; do
-      [ "$p" = ./internal/provider ] || run_pkg "$p" "$run" "$skip" "$(basename "$p")" || rc=1
+      [ "$p" = ./internal/provider ] && continue
+      if grep -q '^func TestAccRelease_rehearsal(' "$p"/*_test.go && ! wait_rehearsal >"$tmp/log.rehearsal" 2>&1; then
+        rc=1
+        continue
+      fi
+      run_pkg "$p" "$run" "$skip" "$(basename "$p")" || rc=1
     done
     ;;
   esac
@@ -184,6 +226,9 @@ for s in main isolated rest; do
   pids+=($!)
 done
 for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+if [ -n "$rehearsal_pid" ]; then # this pass started the build: leave nothing running
+  wait "$rehearsal_pid"
+fi
 cat "$tmp"/log.* >"$tmp/log" 2>/dev/null
 if [ -z "${KMSHEALTH_ACC_RUN:-}" ] && [ "$(grep -c '^--- PASS: TestAcc' "$tmp/log.provider-isolated")" -ne "${#isolated[@]}" ]; then
   echo "the isolated shard did not pass its ${#isolated[@]} tests ($isolated_run)" >>"$tmp/log"
