@@ -28,8 +28,9 @@ if [ -z "${KMSHEALTH_RELEASE_REHEARSAL:-}" ]; then
     exec 9>build/rehearsal.lock
     flock -x 9
     (
-      go run ./internal/cmd/rehearse -out build/rehearsal >build/rehearsal.log 2>&1 9>&-
-      echo $? >build/rehearsal.rc
+      rc=0
+      go run ./internal/cmd/rehearse -out build/rehearsal >build/rehearsal.log 2>&1 9>&- || rc=$?
+      echo "$rc" >build/rehearsal.rc
     ) &
     rehearsal_pid=$!
     exec 9>&- # the build's subshell holds the lock now
