@@ -229,6 +229,7 @@ done
 for pid in "${pids[@]}"; do wait "$pid" || status=1; done
 if [ -n "$rehearsal_pid" ]; then # this pass started the build: leave nothing running
   wait "$rehearsal_pid"
+  cat build/rehearsal.log
 fi
 cat "$tmp"/log.* >"$tmp/log" 2>/dev/null
 if [ -z "${KMSHEALTH_ACC_RUN:-}" ] && [ "$(grep -c '^--- PASS: TestAcc' "$tmp/log.provider-isolated")" -ne "${#isolated[@]}" ]; then
