@@ -52,6 +52,13 @@ wait_rehearsal() {
     return 1
   fi
 }
+# end_rehearsal waits for the build this process started, if any, so that
+# nothing is left running, and prints its output.
+end_rehearsal() {
+  [ -n "$rehearsal_pid" ] || return 0
+  wait "$rehearsal_pid"
+  cat build/rehearsal.log
+}
 # Only the packages that have acceptance tests: every other package's
 # TestMain would start an API server for nothing.
 mapfile -t pkgs < <(grep -rl --include='*_test.go' '^func TestAcc' . | xargs -n1 dirname | sort -u)
@@ -85,10 +92,7 @@ if [ $# -gt 1 ]; then
     wait "${pids[$i]}" || rc=1
     cat "$out/${clis[$i]}"
   done
-  if [ -n "$rehearsal_pid" ]; then
-    wait "$rehearsal_pid"
-    cat build/rehearsal.log
-  fi
+  end_rehearsal
   exit "$rc"
 fi
 cli=${1:?usage: $0 terraform|terraform-latest|tofu [...]}
@@ -227,10 +231,7 @@ for s in main isolated rest; do
   pids+=($!)
 done
 for pid in "${pids[@]}"; do wait "$pid" || status=1; done
-if [ -n "$rehearsal_pid" ]; then # this pass started the build: leave nothing running
-  wait "$rehearsal_pid"
-  cat build/rehearsal.log
-fi
+end_rehearsal
 cat "$tmp"/log.* >"$tmp/log" 2>/dev/null
 if [ -z "${KMSHEALTH_ACC_RUN:-}" ] && [ "$(grep -c '^--- PASS: TestAcc' "$tmp/log.provider-isolated")" -ne "${#isolated[@]}" ]; then
   echo "the isolated shard did not pass its ${#isolated[@]} tests ($isolated_run)" >>"$tmp/log"
