@@ -53,11 +53,13 @@ wait_rehearsal() {
   fi
 }
 # end_rehearsal waits for the build this process started, if any, so that
-# nothing is left running, and prints its output.
+# nothing is left running, prints its output, and fails when it failed
+# (also when no test that reads it ran).
 end_rehearsal() {
   [ -n "$rehearsal_pid" ] || return 0
   wait "$rehearsal_pid"
   cat build/rehearsal.log
+  [ "$(cat build/rehearsal.rc 2>/dev/null)" = 0 ]
 }
 # Only the packages that have acceptance tests: every other package's
 # TestMain would start an API server for nothing.
@@ -92,7 +94,7 @@ if [ $# -gt 1 ]; then
     wait "${pids[$i]}" || rc=1
     cat "$out/${clis[$i]}"
   done
-  end_rehearsal
+  end_rehearsal || rc=1
   exit "$rc"
 fi
 cli=${1:?usage: $0 terraform|terraform-latest|tofu [...]}
@@ -231,7 +233,7 @@ for s in main isolated rest; do
   pids+=($!)
 done
 for pid in "${pids[@]}"; do wait "$pid" || status=1; done
-end_rehearsal
+end_rehearsal || status=1
 cat "$tmp"/log.* >"$tmp/log" 2>/dev/null
 if [ -z "${KMSHEALTH_ACC_RUN:-}" ] && [ "$(grep -c '^--- PASS: TestAcc' "$tmp/log.provider-isolated")" -ne "${#isolated[@]}" ]; then
   echo "the isolated shard did not pass its ${#isolated[@]} tests ($isolated_run)" >>"$tmp/log"
