@@ -139,6 +139,8 @@ type peerBench struct {
 // process, waits until it leads and has reconciled every kept APIService,
 // times -corruptions restores (from the corrupting write's response to
 // the watch event that shows the good CA back) and then reads its RSS.
+// Before the first count's rounds, writeFloor times each side's write
+// alone.
 func (o peerOptions) run(ctx context.Context, out io.Writer) error {
 	load := loadAverage()
 	peerLogf("building (first use) or finding cert-manager's cainjector: tools/install.sh cainjector")
@@ -180,9 +182,14 @@ func (o peerOptions) run(ctx context.Context, out io.Writer) error {
 		}
 		sides = append([]side{{name: "base", start: b.startOurs("base", base), settled: b.oursSettled}}, sides...)
 	}
-	for _, n := range o.counts {
+	for i, n := range o.counts {
 		if err := b.keep(ctx, n); err != nil {
 			return err
+		}
+		if i == 0 {
+			if err := b.writeFloor(ctx, out); err != nil {
+				return err
+			}
 		}
 		results := map[string]*peerResult{}
 		for r := range len(sides) * o.rounds {
@@ -303,6 +310,53 @@ func (b *peerBench) timeRestores(ctx context.Context, name string, good []byte, 
 		return slices.ContainsFunc(got, func(d []byte) bool { return bytes.Equal(d, want[0]) })
 	}
 	return timeRestores(ctx, b.rb.agg.ApiregistrationV1().APIServices(), name, b.o.corruptions, holds, settled)
+}
+
+// writeFloor times the write each side restores with, alone, with no
+// injector running: after each corrupting Update, ours (a forced
+// server-side apply of the caBundle as kmshealth, what our reconciler
+// sends) or cainjector's (an Update of the object it read, as cainjector
+// v1.21 writes), alternating one by one so the host's noise falls on both
+// alike. A restore cannot be faster than its write: the ratio of the two
+// is the floor of the restore ratio, the part the API server decides.
+func (b *peerBench) writeFloor(ctx context.Context, out io.Writer) error {
+	apis := b.rb.agg.ApiregistrationV1().APIServices()
+	name, good := "v1.p000.bench.example.com", b.bundles[0]
+	stale := newCA("stale")
+	n := b.o.rounds * b.o.corruptions
+	var ssa, update devenv.Latencies
+	for i := range 2 * n {
+		svc, err := apis.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		svc.Spec.CABundle = stale
+		if svc, err = apis.Update(ctx, svc, metav1.UpdateOptions{FieldManager: "legacy-installer"}); err != nil {
+			return fmt.Errorf("corrupt APIService %s: %w", name, err)
+		}
+		start := time.Now()
+		if i%2 == 0 {
+			want := cabundle.DesiredFor(svc, good, cabundle.Source{Kind: cabundle.KindSecret, Namespace: reconcileNamespace, Name: "p000-ca", Key: "ca.crt"})
+			if _, err := cabundle.Apply(ctx, b.rb.agg.ApiregistrationV1(), want, cabundle.ApplyOptions{FieldManager: cabundle.DefaultFieldManager, Force: true}); err != nil {
+				return fmt.Errorf("apply the bundle of %s: %w", name, err)
+			}
+			ssa = append(ssa, time.Since(start))
+			continue
+		}
+		svc.Spec.CABundle = good
+		if _, err := apis.Update(ctx, svc, metav1.UpdateOptions{FieldManager: "cainjector"}); err != nil {
+			return fmt.Errorf("update APIService %s as cainjector: %w", name, err)
+		}
+		update = append(update, time.Since(start))
+	}
+	_, _ = fmt.Fprintf(out, "\nthe write alone, no injector running: %d corruptions each, alternating one by one (ours: forced server-side apply of the caBundle; cainjector: Update)\n", n)
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	_, _ = fmt.Fprintln(w, "\tours\tcainjector\tours/cainjector")
+	for _, p := range []int{50, 99} {
+		x, y := ssa.Percentile(p), update.Percentile(p)
+		_, _ = fmt.Fprintf(w, "write p%d\t%s\t%s\t%.2f\n", p, devenv.Millis(x), devenv.Millis(y), float64(x)/float64(y))
+	}
+	return w.Flush()
 }
 
 // certificatesDER returns the DER of every CERTIFICATE block in bundle.
