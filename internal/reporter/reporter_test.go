@@ -234,12 +234,27 @@ func TestReportersAndAggregator(t *testing.T) {
 	})
 
 	t.Run("one write per node per interval", func(t *testing.T) {
-		m, err := nodes[0].reporter.Metrics()
+		// A request is counted when it is sent and its write when the
+		// response is in: read the figures between two writes, when every
+		// PATCH sent has a result (ok or dropped). A PATCH without one
+		// within a tick is a failure too.
+		const (
+			patchSeries = `kmshealth_kube_api_requests_total{resource="kmshealths",verb="PATCH"}`
+			okSeries    = `kmshealth_reporter_writes_total{result="ok"}`
+		)
+		var m map[string]float64
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, interval, true, func(context.Context) (bool, error) {
+			var err error
+			if m, err = nodes[0].reporter.Metrics(); err != nil {
+				return false, err
+			}
+			return m[patchSeries] == m[okSeries]+m[`kmshealth_reporter_writes_total{result="dropped"}`], nil
+		})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("a PATCH without a result within %s: %v (metrics %v)", interval, err, m)
 		}
-		patches := m[`kmshealth_kube_api_requests_total{resource="kmshealths",verb="PATCH"}`]
-		writes := m[`kmshealth_reporter_writes_total{result="ok"}`]
+		patches := m[patchSeries]
+		writes := m[okSeries]
 		var others float64
 		for series, v := range m {
 			if strings.HasPrefix(series, "kmshealth_kube_api_requests_total{") && !strings.Contains(series, `verb="PATCH"`) {
