@@ -251,7 +251,7 @@ func TestReportersAndAggregator(t *testing.T) {
 			return m[patchSeries] == m[okSeries]+m[`kmshealth_reporter_writes_total{result="dropped"}`], nil
 		})
 		if err != nil {
-			t.Fatalf("a PATCH without a result within %s: %v (metrics %v)", interval, err, m)
+			t.Fatalf("cp-1's metrics: want every PATCH sent to have a result (ok or dropped) within %s: %v (last scrape %v)", interval, err, m)
 		}
 		patches := m[patchSeries]
 		writes := m[okSeries]
