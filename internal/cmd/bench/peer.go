@@ -326,13 +326,9 @@ func (b *peerBench) writeFloor(ctx context.Context, out io.Writer) error {
 	n := b.o.rounds * b.o.corruptions
 	var ssa, update devenv.Latencies
 	for i := range 2 * n {
-		svc, err := apis.Get(ctx, name, metav1.GetOptions{})
+		svc, err := corrupt(ctx, apis, name, stale)
 		if err != nil {
 			return err
-		}
-		svc.Spec.CABundle = stale
-		if svc, err = apis.Update(ctx, svc, metav1.UpdateOptions{FieldManager: "legacy-installer"}); err != nil {
-			return fmt.Errorf("corrupt APIService %s: %w", name, err)
 		}
 		start := time.Now()
 		if i%2 == 0 {

@@ -365,14 +365,9 @@ func timeRestores(ctx context.Context, apis apiregclient.APIServiceInterface, na
 	stale := newCA("stale")
 	out := make(devenv.Latencies, 0, n)
 	for range n {
-		svc, err := apis.Get(ctx, name, metav1.GetOptions{})
+		corrupted, err := corrupt(ctx, apis, name, stale)
 		if err != nil {
 			return nil, err
-		}
-		svc.Spec.CABundle = stale
-		corrupted, err := apis.Update(ctx, svc, metav1.UpdateOptions{FieldManager: "legacy-installer"})
-		if err != nil {
-			return nil, fmt.Errorf("corrupt APIService %s: %w", name, err)
 		}
 		start := time.Now()
 		after, _ := strconv.ParseInt(corrupted.ResourceVersion, 10, 64)
@@ -403,6 +398,21 @@ func timeRestores(ctx context.Context, apis apiregclient.APIServiceInterface, na
 		if err := settled(); err != nil {
 			return nil, err
 		}
+	}
+	return out, nil
+}
+
+// corrupt overwrites name's caBundle with stale, by Update under another
+// field manager (a legacy installer), and returns the object written.
+func corrupt(ctx context.Context, apis apiregclient.APIServiceInterface, name string, stale []byte) (*apiregv1.APIService, error) {
+	svc, err := apis.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	svc.Spec.CABundle = stale
+	out, err := apis.Update(ctx, svc, metav1.UpdateOptions{FieldManager: "legacy-installer"})
+	if err != nil {
+		return nil, fmt.Errorf("corrupt APIService %s: %w", name, err)
 	}
 	return out, nil
 }
