@@ -5,10 +5,9 @@
 # when none ran, or when any was skipped: skipped acceptance tests are not
 # coverage.
 #
-# Given several CLIs (scripts/test-acc.sh terraform terraform-latest tofu), it runs them at
-# the same time, each with its own API servers, and prints each one's
-# output when it is done: the acceptance tests mostly wait on the CLIs and
-# the API server, so several runs share the two cores well.
+# Given several CLIs (scripts/test-acc.sh terraform terraform-latest tofu),
+# it runs their passes' jobs from one pool (below) and prints each pass's
+# output and summary, in the order given.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The release the rehearsal test (TestAccRelease_rehearsal) installs: built
@@ -80,25 +79,13 @@ if [ -z "${KMSHEALTH_ACC_TESTBIN_READY:-}" ]; then
   go test -c -o "$testbin/" "${pkgs[@]}" "${plan_pkgs[@]}"
   export KMSHEALTH_ACC_TESTBIN_READY=1
 fi
-if [ $# -gt 1 ]; then
-  out=$(mktemp -d)
-  trap 'rm -rf "$out"' EXIT
-  for c in "$@"; do bash tools/install.sh "$c" >/dev/null; done # build each CLI once, before the runs
-  clis=("$@") pids=()
-  for c in "$@"; do
-    "$0" "$c" >"$out/$c" 2>&1 &
-    pids+=($!)
-  done
-  rc=0
-  for i in "${!pids[@]}"; do
-    wait "${pids[$i]}" || rc=1
-    cat "$out/${clis[$i]}"
-  done
-  end_rehearsal || rc=1
-  exit "$rc"
-fi
-cli=${1:?usage: $0 terraform|terraform-latest|tofu [...]}
-bin=$(bash tools/install.sh "$cli")
+[ $# -ge 1 ] || { echo "usage: $0 terraform|terraform-latest|tofu [...]" >&2; exit 2; }
+for c in "$@"; do
+  case "$c" in
+  terraform | terraform-latest | tofu) bash tools/install.sh "$c" >/dev/null ;; # each CLI built once, before the runs
+  *) echo "$0: unknown CLI $c (terraform, terraform-latest or tofu)" >&2; exit 2 ;;
+  esac
+done
 KMSHEALTH_KUBE_TESTSERVER=$(bash tools/install.sh kube-testserver)
 # The real kube-rbac-proxy the rbac proxy sidecar's end-to-end test runs:
 # the default image's release, and v0.19.1, the oldest whose flags it knows.
@@ -108,6 +95,8 @@ export KMSHEALTH_KUBE_TESTSERVER KMSHEALTH_KUBE_RBAC_PROXY KMSHEALTH_KUBE_RBAC_P
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 : >"$tmp/empty.tfrc"
+root=$PWD
+TIMEFORMAT='%U %S' # run_pkg's CPU time
 # The tests run the CLI through a wrapper that turns its garbage collector
 # off below a 1 GiB heap: a pass starts the CLI about 2,000 times, each
 # process lives a fraction of a second and frees nothing worth collecting.
@@ -116,17 +105,24 @@ trap 'rm -rf "$tmp"' EXIT
 # 10.8 CPU-s with the collector off against 15.6 and 12.1 with it on. It
 # execs the CLI, so the process the tests start (and the kill test kills)
 # is the CLI itself, and the providers it starts inherit the setting.
-cli_path=$tmp/cli/$(basename "$bin")
-mkdir -p "$tmp/cli"
-printf '#!/bin/sh\nGOGC=off GOMEMLIMIT=1GiB exec "%s" "$@"\n' "$bin" >"$cli_path"
-chmod +x "$cli_path"
-export TF_ACC=1 TF_ACC_TERRAFORM_PATH="$cli_path" TF_CLI_CONFIG_FILE="$tmp/empty.tfrc" CHECKPOINT_DISABLE=1
-if [ "$cli" = tofu ]; then
-  export TF_ACC_PROVIDER_NAMESPACE=hashicorp TF_ACC_PROVIDER_HOST=registry.opentofu.org
-fi
-version=$("$bin" version | sed -n 1p)
-start=$SECONDS
-set +e
+for cli in "$@"; do
+  bin=$(bash tools/install.sh "$cli")
+  mkdir -p "$tmp/$cli/cli"
+  printf '#!/bin/sh\nGOGC=off GOMEMLIMIT=1GiB exec "%s" "$@"\n' "$bin" >"$tmp/$cli/cli/$(basename "$bin")"
+  chmod +x "$tmp/$cli/cli/$(basename "$bin")"
+  TF_CLI_CONFIG_FILE="$tmp/empty.tfrc" CHECKPOINT_DISABLE=1 "$bin" version | sed -n 1p >"$tmp/$cli/version"
+done
+# cli_env sets up, in a job's subshell, the environment of a pass under
+# CLI $1: the tests find the CLI (the wrapper above) and, for OpenTofu,
+# the registry its provider addresses name.
+cli_env() {
+  local bin
+  bin=$(bash tools/install.sh "$1")
+  export TF_ACC=1 TF_ACC_TERRAFORM_PATH="$tmp/$1/cli/$(basename "$bin")" TF_CLI_CONFIG_FILE="$tmp/empty.tfrc" CHECKPOINT_DISABLE=1
+  if [ "$1" = tofu ]; then
+    export TF_ACC_PROVIDER_NAMESPACE=hashicorp TF_ACC_PROVIDER_HOST=registry.opentofu.org
+  fi
+}
 # Provider functions (TestAccFunction_*) need Terraform 1.8 or later
 # (OpenTofu 1.7): Terraform 1.5.7 cannot even parse a provider::kmshealth::
 # call. They run under terraform-latest and tofu, and are left out of the
@@ -141,46 +137,49 @@ set +e
 # reconciler pods on the real node to prove the default memory_limit holds:
 # what it measures is the pod, not the CLI, and it costs minutes of CPU, so
 # it runs once, in the terraform-latest pass.
-skip='' note=""
-case "$cli" in
-terraform)
-  skip='^TestAccFunction|^TestAccModule_tofuTest$|^TestAccPod_reconcilerDocumentedMaximum$'
-  note=" (TestAccFunction_* not run: $version has no provider functions; they run under terraform-latest and tofu; TestAccModule_tofuTest runs in the tofu pass, TestAccPod_reconcilerDocumentedMaximum in the terraform-latest pass)"
-  ;;
-terraform-latest)
-  skip='^TestAccModule_tofuTest$'
-  note=" (TestAccModule_tofuTest runs in the tofu pass)"
-  ;;
-tofu)
-  skip='^TestAccPod_reconcilerDocumentedMaximum$'
-  note=" (TestAccPod_reconcilerDocumentedMaximum runs in the terraform-latest pass)"
-  ;;
-esac
+skip_for() {
+  case "$1" in
+  terraform) echo '^TestAccFunction|^TestAccModule_tofuTest$|^TestAccPod_reconcilerDocumentedMaximum$' ;;
+  terraform-latest) echo '^TestAccModule_tofuTest$' ;;
+  tofu) echo '^TestAccPod_reconcilerDocumentedMaximum$' ;;
+  esac
+}
+note_for() {
+  case "$1" in
+  terraform) echo " (TestAccFunction_* not run: $(cat "$tmp/$1/version") has no provider functions; they run under terraform-latest and tofu; TestAccModule_tofuTest runs in the tofu pass, TestAccPod_reconcilerDocumentedMaximum in the terraform-latest pass)" ;;
+  terraform-latest) echo " (TestAccModule_tofuTest runs in the tofu pass)" ;;
+  tofu) echo " (TestAccPod_reconcilerDocumentedMaximum runs in the terraform-latest pass)" ;;
+  esac
+}
 # KMSHEALTH_ACC_RUN narrows the run to the tests a -test.run pattern
 # matches (a subset under every CLI while working on it; make test never
 # sets it).
-# -parallel 2 (KMSHEALTH_ACC_PARALLEL overrides it): the tests that share
-# nothing call t.Parallel and mostly wait on the CLI and the API server.
-# Alone on a quiet 2-core machine, internal/provider under Terraform 1.5.7
-# took 209 s serial, 178 s at -parallel 2 and 148 s at 4; but make acc runs
-# three CLIs at once, and there the passes took 716/716/743 s at 2 against
-# 747/761/783 s at 4 (one run each, same commit).
+# -parallel 1 (KMSHEALTH_ACC_PARALLEL overrides it): the tests that share
+# nothing call t.Parallel, but the pool below already keeps both cores
+# busy, and each test run beside another in the same job only adds to what
+# the cores switch between. make acc took 745 s and 1,256 CPU-s at 1
+# against 829 s and 1,418 CPU-s at 2 (same pool of three, one run each).
 #
 # run_pkg runs one package's test binary, in the package's directory as go
 # test does, with -test.run $2 and -test.skip $3 (each may be empty), into
-# its own log (named $4), ending with go test's "ok"/"FAIL" line.
+# its own log (CLI $4's, named $5), ending with go test's "ok"/"FAIL" line and the
+# CPU time the binary and every process it waited for took (its control
+# planes, the CLIs, the reconcilers and reporters it ran; not what a node's
+# containerd ran): bash's time, user + system. The passes share two cores,
+# so CPU time, not wall time, says which shard costs the run what.
 run_pkg() {
-  local p=$1 run=$2 skip=$3 log=$4 started rc args=()
+  local p=$1 run=$2 skip=$3 log=$5 started rc cpu args=()
   started=$SECONDS
   [ -n "$run" ] && args+=(-test.run "$run")
   [ -n "$skip" ] && args+=(-test.skip "$skip")
-  (cd "$p" && "$root/$testbin/$(basename "$p").test" "${args[@]}" -test.count=1 -test.v \
-    -test.parallel "${KMSHEALTH_ACC_PARALLEL:-2}" -test.timeout 40m) >"$tmp/log.$log" 2>&1
+  { time { (cd "$p" && "$root/$testbin/$(basename "$p").test" "${args[@]}" -test.count=1 -test.v \
+    -test.parallel "${KMSHEALTH_ACC_PARALLEL:-1}" -test.timeout 40m) >"$tmp/$4/log.$log" 2>&1; }; } 2>"$tmp/$4/cpu.$log"
   rc=$?
+  cpu=$(awk '{ printf "%.0f", $1 + $2 }' "$tmp/$4/cpu.$log")
   if [ "$rc" -eq 0 ]; then
-    echo "ok  	$p ($log)	$((SECONDS - started))s" >>"$tmp/log.$log"
+    echo "ok  	$p ($log)	$((SECONDS - started))s	$cpu CPU-s" >>"$tmp/$4/log.$log"
   else
-    echo "FAIL	$p ($log)	$((SECONDS - started))s (exit $rc)" >>"$tmp/log.$log"
+    echo "FAIL	$p ($log)	$((SECONDS - started))s	$cpu CPU-s (exit $rc)" >>"$tmp/$4/log.$log"
   fi
   return "$rc"
 }
@@ -197,68 +196,171 @@ isolated=(KMSKeyUsage_retire KMSReencryption_rotation KMSReencryption_killed
   TLSProfile_cluster Reconciler_keepsTLSProfiles KMSPluginHealth_openshiftTyped)
 isolated_run="^TestAcc($(IFS='|'; echo "${isolated[*]}"))\$"
 run=${KMSHEALTH_ACC_RUN:-^TestAcc}
-root=$PWD
-# Three slots, as `go test -p 3` would fill them: the package's main shard
-# on one, the isolated shard on the second, the other packages one after
-# another on the third.
-slot() {
-  local rc=0 p
-  case "$1" in
+# The jobs: for each CLI, the package's main shard, its isolated shard,
+# each other package with acceptance tests, and each package of plan-time
+# tests; a job is "<cli> <shard>", the shard main, isolated, a package or
+# plan:<package>. They run from one pool of KMSHEALTH_ACC_JOBS (3) at a
+# time, longest first, as `go test -p 3` would run packages. Every job
+# starts its own API servers (and, for the pod tests, its own node).
+#
+# Why a pool and not the three passes at once, each with its own three
+# slots: on two cores the same tests cost more CPU the more run at once.
+# make acc took 947 s and 1,800 CPU-s with the passes side by side (nine
+# jobs at once, each test binary at -parallel 2), 829 s and 1,418 CPU-s
+# from a pool of three at -parallel 2, and 745 s and 1,256 CPU-s at
+# -parallel 1 (BENCHMARKS.md, "make test on two cores").
+#
+# est prints a job's seconds alone on this project's 2-core test machine
+# (2026-12-02), only to order the pool: the longest jobs start first, so
+# that the short ones fill in at the end. The terraform-latest pass's pod
+# tests include TestAccPod_reconcilerDocumentedMaximum.
+est() {
+  case "$2" in
+  main) echo 290 ;;
+  isolated) echo 200 ;;
+  ./internal/provider/podtest) if [ "$1" = terraform-latest ]; then echo 235; else echo 110; fi ;;
+  plan:*) echo 8 ;;
+  *) echo 70 ;;
+  esac
+}
+jobs=()
+for cli in "$@"; do
+  jobs+=("$cli main")
+  [ -n "${KMSHEALTH_ACC_RUN:-}" ] || jobs+=("$cli isolated")
+  for p in "${pkgs[@]}"; do
+    [ "$p" = ./internal/provider ] || jobs+=("$cli $p")
+  done
+  for p in "${plan_pkgs[@]}"; do jobs+=("$cli plan:$p"); done
+done
+mapfile -t pending < <(for j in "${jobs[@]}"; do echo "$(est $j) $j"; done | sort -s -k1,1 -rn | cut -d' ' -f2-)
+# The packages whose tests read the release rehearsal: a job of one of
+# them starts once the rehearsal's build has ended, unless nothing else is
+# left to start (it then waits for the build itself, wait_rehearsal).
+rehearsal_pkgs=()
+for p in "${pkgs[@]}"; do
+  if grep -q '^func TestAccRelease_rehearsal(' "$p"/*_test.go; then rehearsal_pkgs+=("$p"); fi
+done
+ready() {
+  local p=${1#* }
+  [ -z "$rehearsal_pid" ] || [ -e build/rehearsal.rc ] && return 0
+  for r in "${rehearsal_pkgs[@]}"; do [ "$p" = "$r" ] && return 1; done
+  return 0
+}
+# job runs one job in a subshell of its own, with its CLI's environment,
+# into $tmp/<cli>/log.<name>, and writes its exit status to
+# $tmp/<cli>/rc.<name> last.
+job() {
+  local cli=${1%% *} shard=${1#* } skip name rc=0
+  skip=$(skip_for "$cli")
+  cli_env "$cli"
+  case "$shard" in
   main)
+    name=provider
     if [ -n "${KMSHEALTH_ACC_RUN:-}" ]; then
-      run_pkg ./internal/provider "$run" "$skip" provider || rc=1
+      run_pkg ./internal/provider "$run" "$skip" "$cli" "$name" || rc=1
     else
-      run_pkg ./internal/provider "$run" "${skip:+$skip|}$isolated_run" provider || rc=1
+      run_pkg ./internal/provider "$run" "${skip:+$skip|}$isolated_run" "$cli" "$name" || rc=1
     fi
     ;;
   isolated)
-    [ -n "${KMSHEALTH_ACC_RUN:-}" ] || run_pkg ./internal/provider "$isolated_run" "$skip" provider-isolated || rc=1
+    name=provider-isolated
+    run_pkg ./internal/provider "$isolated_run" "$skip" "$cli" "$name" || rc=1
     ;;
-  rest)
-    for p in "${pkgs[@]}"; do
-      [ "$p" = ./internal/provider ] && continue
-      if grep -q '^func TestAccRelease_rehearsal(' "$p"/*_test.go && ! wait_rehearsal >"$tmp/log.rehearsal" 2>&1; then
-        rc=1
-        continue
+  plan:*)
+    name=plan-$(basename "${shard#plan:}")
+    run_pkg "${shard#plan:}" "" "" "$cli" "$name" || rc=1
+    ;;
+  *)
+    name=$(basename "$shard")
+    for r in "${rehearsal_pkgs[@]}"; do
+      if [ "$shard" = "$r" ] && ! wait_rehearsal >"$tmp/$cli/log.$name" 2>&1; then
+        echo "FAIL	$shard ($cli $name)	the release rehearsal's build failed" >>"$tmp/$cli/log.$name"
+        echo 1 >"$tmp/$cli/rc.$name"
+        return
       fi
-      run_pkg "$p" "$run" "$skip" "$(basename "$p")" || rc=1
     done
+    run_pkg "$shard" "$run" "$skip" "$cli" "$name" || rc=1
     ;;
   esac
-  return "$rc"
+  echo "$rc" >"$tmp/$cli/rc.$name"
+  echo "$SECONDS" >"$tmp/$cli/end.$name"
 }
-status=0 pids=()
-for s in main isolated rest; do
-  slot "$s" &
-  pids+=($!)
+slots=${KMSHEALTH_ACC_JOBS:-3}
+start=$SECONDS
+set +e
+running=()
+while [ ${#pending[@]} -gt 0 ] || [ ${#running[@]} -gt 0 ]; do
+  while [ ${#running[@]} -lt "$slots" ] && [ ${#pending[@]} -gt 0 ]; do
+    pick=''
+    for i in "${!pending[@]}"; do
+      if ready "${pending[$i]}"; then pick=$i; break; fi
+    done
+    if [ -z "$pick" ]; then
+      [ ${#running[@]} -eq 0 ] || break
+      pick=0
+    fi
+    job "${pending[$pick]}" &
+    running+=("${pending[$pick]}")
+    unset 'pending[$pick]'
+    pending=("${pending[@]}")
+  done
+  wait -n # a job ended, or the rehearsal's build
+  lost=$? # 127: no process left to wait for
+  still=()
+  for j in "${running[@]}"; do
+    cli=${j%% *}
+    case "${j#* }" in
+    main) name=provider ;;
+    isolated) name=provider-isolated ;;
+    plan:*) name=plan-$(basename "${j#* plan:}") ;;
+    *) name=$(basename "${j#* }") ;;
+    esac
+    if [ ! -e "$tmp/$cli/rc.$name" ] && [ "$lost" -eq 127 ]; then
+      echo "FAIL	${j#* } ($cli $name)	ended without a status" >>"$tmp/$cli/log.$name"
+      echo 1 >"$tmp/$cli/rc.$name"
+    fi
+    [ -e "$tmp/$cli/rc.$name" ] || still+=("$j")
+  done
+  running=("${still[@]}")
 done
-for pid in "${pids[@]}"; do wait "$pid" || status=1; done
-end_rehearsal || status=1
-cat "$tmp"/log.* >"$tmp/log" 2>/dev/null
-if [ -z "${KMSHEALTH_ACC_RUN:-}" ] && [ "$(grep -c '^--- PASS: TestAcc' "$tmp/log.provider-isolated")" -ne "${#isolated[@]}" ]; then
-  echo "the isolated shard did not pass its ${#isolated[@]} tests ($isolated_run)" >>"$tmp/log"
-  status=1
-fi
-for p in "${plan_pkgs[@]}"; do
-  run_pkg "$p" "" "" "plan-$(basename "$p")" || status=1
-  cat "$tmp/log.plan-$(basename "$p")"
-done >"$tmp/plan"
-cat "$tmp/plan" >>"$tmp/log"
-set -e
-grep -E '^(--- (PASS|FAIL|SKIP)|ok |FAIL|panic:)' "$tmp/log" || true
-passed=$(grep -c '^--- PASS: TestAcc' "$tmp/log" || true)
-failed=$(grep -c '^--- FAIL' "$tmp/log" || true)
-# A package that panicked (a test timing out is a panic) has no FAIL line
-# for the test that was running.
-panicked=$(grep -c '^panic:' "$tmp/log" || true)
-skipped=$(grep -c -- '--- SKIP' "$tmp/log" || true)
-planned=$(grep -c '^--- PASS: Test' "$tmp/plan" || true)
-echo "acceptance under $version: $passed passed, $failed failed, $panicked panicked or timed out, $skipped skipped (and $planned plan-time tests passed) in $((SECONDS - start))s$note"
-if [ "$status" -ne 0 ] || [ "$failed" -ne 0 ] || [ "$panicked" -ne 0 ]; then
-  echo "--- full log ---"; cat "$tmp/log"
-  exit 1
-fi
-if [ "$passed" -eq 0 ] || [ "$planned" -eq 0 ] || [ "$skipped" -ne 0 ]; then
-  echo "acceptance tests did not all run under $cli: none passed or some were skipped" >&2
-  exit 1
-fi
+status=0
+end_rehearsal >"$tmp/rehearsal.out" 2>&1 || status=1
+# One summary per CLI, in the order given, as each pass's own run would
+# print it: every job's verdict lines, then the counts.
+for cli in "$@"; do
+  : >"$tmp/$cli/log"
+  : >"$tmp/$cli/plan"
+  for f in "$tmp/$cli"/log.*; do
+    case "$f" in
+    */log.plan-*) cat "$f" >>"$tmp/$cli/plan" ;;
+    *) cat "$f" >>"$tmp/$cli/log" ;;
+    esac
+  done
+  cat "$tmp/$cli/plan" >>"$tmp/$cli/log"
+  failed_jobs=$(grep -L '^0$' "$tmp/$cli"/rc.* | wc -l)
+  iso_passed=$(grep -c '^--- PASS: TestAcc' "$tmp/$cli/log.provider-isolated" 2>/dev/null)
+  if [ -z "${KMSHEALTH_ACC_RUN:-}" ] && [ "${iso_passed:-0}" -ne "${#isolated[@]}" ]; then
+    echo "the isolated shard did not pass its ${#isolated[@]} tests ($isolated_run)" >>"$tmp/$cli/log"
+    failed_jobs=$((failed_jobs + 1))
+  fi
+  grep -E '^(--- (PASS|FAIL|SKIP)|ok |FAIL|panic:)' "$tmp/$cli/log"
+  passed=$(grep -c '^--- PASS: TestAcc' "$tmp/$cli/log")
+  failed=$(grep -c '^--- FAIL' "$tmp/$cli/log")
+  # A package that panicked (a test timing out is a panic) has no FAIL line
+  # for the test that was running.
+  panicked=$(grep -c '^panic:' "$tmp/$cli/log")
+  skipped=$(grep -c -- '--- SKIP' "$tmp/$cli/log")
+  planned=$(grep -c '^--- PASS: Test' "$tmp/$cli/plan")
+  last=$(cat "$tmp/$cli"/end.* 2>/dev/null | sort -n | tail -1)
+  took=$((${last:-$SECONDS} - start))
+  echo "acceptance under $(cat "$tmp/$cli/version"): $passed passed, $failed failed, $panicked panicked or timed out, $skipped skipped (and $planned plan-time tests passed) in ${took}s$(note_for "$cli")"
+  if [ "$failed_jobs" -ne 0 ] || [ "$failed" -ne 0 ] || [ "$panicked" -ne 0 ]; then
+    echo "--- full log ---"; cat "$tmp/$cli/log"
+    status=1
+  elif [ "$passed" -eq 0 ] || [ "$planned" -eq 0 ] || [ "$skipped" -ne 0 ]; then
+    echo "acceptance tests did not all run under $cli: none passed or some were skipped" >&2
+    status=1
+  fi
+done
+cat "$tmp/rehearsal.out"
+exit "$status"
