@@ -175,7 +175,7 @@ run_pkg() {
   { time { (cd "$p" && "$root/$testbin/$(basename "$p").test" "${args[@]}" -test.count=1 -test.v \
     -test.parallel "${KMSHEALTH_ACC_PARALLEL:-1}" -test.timeout 40m) >"$tmp/$4/log.$log" 2>&1; }; } 2>"$tmp/$4/cpu.$log"
   rc=$?
-  cpu=$(awk '{ printf "%.0f", $1 + $2 }' "$tmp/$4/cpu.$log")
+  cpu=$(awk 'END { printf "%.0f", $1 + $2 }' "$tmp/$4/cpu.$log") # time's line is the last
   if [ "$rc" -eq 0 ]; then
     echo "ok  	$p ($log)	$((SECONDS - started))s	$cpu CPU-s" >>"$tmp/$4/log.$log"
   else
@@ -246,16 +246,26 @@ ready() {
   for r in "${rehearsal_pkgs[@]}"; do [ "$p" = "$r" ] && return 1; done
   return 0
 }
+# job_name prints the name of a job's log and status files: provider,
+# provider-isolated, plan-<package> or the package's name.
+job_name() {
+  case "$1" in
+  main) echo provider ;;
+  isolated) echo provider-isolated ;;
+  plan:*) echo "plan-$(basename "${1#plan:}")" ;;
+  *) basename "$1" ;;
+  esac
+}
 # job runs one job in a subshell of its own, with its CLI's environment,
 # into $tmp/<cli>/log.<name>, and writes its exit status to
 # $tmp/<cli>/rc.<name> last.
 job() {
   local cli=${1%% *} shard=${1#* } skip name rc=0
   skip=$(skip_for "$cli")
+  name=$(job_name "$shard")
   cli_env "$cli"
   case "$shard" in
   main)
-    name=provider
     if [ -n "${KMSHEALTH_ACC_RUN:-}" ]; then
       run_pkg ./internal/provider "$run" "$skip" "$cli" "$name" || rc=1
     else
@@ -263,15 +273,12 @@ job() {
     fi
     ;;
   isolated)
-    name=provider-isolated
     run_pkg ./internal/provider "$isolated_run" "$skip" "$cli" "$name" || rc=1
     ;;
   plan:*)
-    name=plan-$(basename "${shard#plan:}")
     run_pkg "${shard#plan:}" "" "" "$cli" "$name" || rc=1
     ;;
   *)
-    name=$(basename "$shard")
     for r in "${rehearsal_pkgs[@]}"; do
       if [ "$shard" = "$r" ] && ! wait_rehearsal >"$tmp/$cli/log.$name" 2>&1; then
         echo "FAIL	$shard ($cli $name)	the release rehearsal's build failed" >>"$tmp/$cli/log.$name"
@@ -308,13 +315,7 @@ while [ ${#pending[@]} -gt 0 ] || [ ${#running[@]} -gt 0 ]; do
   lost=$? # 127: no process left to wait for
   still=()
   for j in "${running[@]}"; do
-    cli=${j%% *}
-    case "${j#* }" in
-    main) name=provider ;;
-    isolated) name=provider-isolated ;;
-    plan:*) name=plan-$(basename "${j#* plan:}") ;;
-    *) name=$(basename "${j#* }") ;;
-    esac
+    cli=${j%% *} name=$(job_name "${j#* }")
     if [ ! -e "$tmp/$cli/rc.$name" ] && [ "$lost" -eq 127 ]; then
       echo "FAIL	${j#* } ($cli $name)	ended without a status" >>"$tmp/$cli/log.$name"
       echo 1 >"$tmp/$cli/rc.$name"
