@@ -172,6 +172,10 @@ func (e *Env) nudge(ctx context.Context, client kubernetes.Interface, s *svmv1be
 	nudged[s.UID] = err == nil
 }
 
+// errExited is waitHealthz's error for a component that exited before it
+// answered.
+var errExited = errors.New("exited")
+
 // waitHealthz polls a control-plane component's /healthz on its own
 // serving certificate (loopback only; the path is allowed without
 // authentication) until it answers ok: the component offers no watch for
@@ -191,7 +195,7 @@ func waitHealthz(ctx context.Context, cmd *exec.Cmd, url string, limit time.Dura
 			return nil
 		}
 		if cmd.ProcessState != nil {
-			return fmt.Errorf("exited: %s", cmd.ProcessState)
+			return fmt.Errorf("%w: %s", errExited, cmd.ProcessState)
 		}
 		select {
 		case <-ctx.Done():

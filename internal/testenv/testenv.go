@@ -214,7 +214,35 @@ resources:
 // out an API server outage, but it exits when the API server is down
 // while it starts: without the wait, a test that restarts the API server
 // first thing would leave the package without a namespace controller.
+//
+// One that exits while starting is started again, twice at most, on a
+// port picked anew: its port was free when start picked it, seconds
+// before (etcd and kube-apiserver start first), and on a machine running
+// several control planes and thousands of loopback connections, another
+// process can bind it meanwhile. An exit at start failed a whole package
+// once (make test, 2026-12-02, the provider main shard under OpenTofu),
+// and its log was gone with the scratch directory: the error now carries
+// the log's tail.
 func (e *Env) startControllers(ctx context.Context) error {
+	const attempts = 3
+	for attempt := 1; ; attempt++ {
+		err := e.startControllersOnce(ctx)
+		if err == nil {
+			return nil
+		}
+		err = fmt.Errorf("kube-controller-manager (namespace controller): %w; log: %s", err, e.logTail("kube-controller-manager.log"))
+		if !errors.Is(err, errExited) || attempt == attempts {
+			return err
+		}
+		ports, perr := freePorts(1)
+		if perr != nil {
+			return errors.Join(err, perr)
+		}
+		e.controllersPort = ports[0]
+	}
+}
+
+func (e *Env) startControllersOnce(ctx context.Context) error {
 	var err error
 	e.controllers, err = e.spawn("kube-controller-manager.log", "kube-controller-manager",
 		"--kubeconfig="+e.Kubeconfig,
@@ -228,10 +256,7 @@ func (e *Env) startControllers(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := waitHealthz(ctx, e.controllers, "https://127.0.0.1:"+strconv.Itoa(e.controllersPort)+"/healthz", 60*time.Second); err != nil {
-		return fmt.Errorf("kube-controller-manager (namespace controller): %w", err)
-	}
-	return nil
+	return waitHealthz(ctx, e.controllers, "https://127.0.0.1:"+strconv.Itoa(e.controllersPort)+"/healthz", 60*time.Second)
 }
 
 func (e *Env) startAPIServer(ctx context.Context) error {

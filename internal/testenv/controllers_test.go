@@ -1,0 +1,47 @@
+package testenv
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestControllersStartAgainOnATakenPort takes the port kube-controller-
+// manager is about to bind, as another process on a busy machine can
+// between freePorts and the bind: the start must move it to a new port and
+// succeed, and the first attempt's failure must be in its log.
+func TestControllersStartAgainOnATakenPort(t *testing.T) {
+	running, port := env.controllers, env.controllersPort
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = taken.Close() }()
+	takenPort := taken.Addr().(*net.TCPAddr).Port
+	env.controllersPort = takenPort
+
+	err = env.startControllers(t.Context())
+	started := env.controllers
+	// The package's own controller manager stays the one its other tests
+	// use; the one started here is stopped.
+	t.Cleanup(func() {
+		stop(started)
+		env.controllers, env.controllersPort = running, port
+	})
+	if err != nil {
+		t.Fatalf("start with its port taken: %v", err)
+	}
+	if env.controllersPort == takenPort {
+		t.Fatalf("kube-controller-manager answered on port %d, which this test holds", takenPort)
+	}
+	log, err := os.ReadFile(filepath.Join(env.Dir, "kube-controller-manager.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("127.0.0.1:%d: bind: address already in use", takenPort); !strings.Contains(string(log), want) {
+		t.Errorf("the first attempt should have failed on the taken port: no %q in its log", want)
+	}
+}
