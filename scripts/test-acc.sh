@@ -110,15 +110,14 @@ for cli in "$@"; do
   mkdir -p "$tmp/$cli/cli"
   printf '#!/bin/sh\nGOGC=off GOMEMLIMIT=1GiB exec "%s" "$@"\n' "$bin" >"$tmp/$cli/cli/$(basename "$bin")"
   chmod +x "$tmp/$cli/cli/$(basename "$bin")"
+  echo "$tmp/$cli/cli/$(basename "$bin")" >"$tmp/$cli/wrapper"
   TF_CLI_CONFIG_FILE="$tmp/empty.tfrc" CHECKPOINT_DISABLE=1 "$bin" version | sed -n 1p >"$tmp/$cli/version"
 done
 # cli_env sets up, in a job's subshell, the environment of a pass under
 # CLI $1: the tests find the CLI (the wrapper above) and, for OpenTofu,
 # the registry its provider addresses name.
 cli_env() {
-  local bin
-  bin=$(bash tools/install.sh "$1")
-  export TF_ACC=1 TF_ACC_TERRAFORM_PATH="$tmp/$1/cli/$(basename "$bin")" TF_CLI_CONFIG_FILE="$tmp/empty.tfrc" CHECKPOINT_DISABLE=1
+  export TF_ACC=1 TF_ACC_TERRAFORM_PATH="$(cat "$tmp/$1/wrapper")" TF_CLI_CONFIG_FILE="$tmp/empty.tfrc" CHECKPOINT_DISABLE=1
   if [ "$1" = tofu ]; then
     export TF_ACC_PROVIDER_NAMESPACE=hashicorp TF_ACC_PROVIDER_HOST=registry.opentofu.org
   fi
