@@ -239,11 +239,13 @@ rehearsal_pkgs=()
 for p in "${pkgs[@]}"; do
   if grep -q '^func TestAccRelease_rehearsal(' "$p"/*_test.go; then rehearsal_pkgs+=("$p"); fi
 done
+reads_rehearsal() {
+  local r
+  for r in "${rehearsal_pkgs[@]}"; do [ "$1" = "$r" ] && return 0; done
+  return 1
+}
 ready() {
-  local p=${1#* }
-  [ -z "$rehearsal_pid" ] || [ -e build/rehearsal.rc ] && return 0
-  for r in "${rehearsal_pkgs[@]}"; do [ "$p" = "$r" ] && return 1; done
-  return 0
+  [ -z "$rehearsal_pid" ] || [ -e build/rehearsal.rc ] || ! reads_rehearsal "${1#* }"
 }
 # job_name prints the name of a job's log and status files: provider,
 # provider-isolated, plan-<package> or the package's name.
@@ -278,13 +280,11 @@ job() {
     run_pkg "${shard#plan:}" "" "" "$cli" "$name" || rc=1
     ;;
   *)
-    for r in "${rehearsal_pkgs[@]}"; do
-      if [ "$shard" = "$r" ] && ! wait_rehearsal >"$tmp/$cli/log.$name" 2>&1; then
-        echo "FAIL	$shard ($cli $name)	the release rehearsal's build failed" >>"$tmp/$cli/log.$name"
-        echo 1 >"$tmp/$cli/rc.$name"
-        return
-      fi
-    done
+    if reads_rehearsal "$shard" && ! wait_rehearsal >"$tmp/$cli/log.$name" 2>&1; then
+      echo "FAIL	$shard ($cli $name)	the release rehearsal's build failed" >>"$tmp/$cli/log.$name"
+      echo 1 >"$tmp/$cli/rc.$name"
+      return
+    fi
     run_pkg "$shard" "$run" "$skip" "$cli" "$name" || rc=1
     ;;
   esac
