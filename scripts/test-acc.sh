@@ -63,10 +63,9 @@ end_rehearsal() {
 # Only the packages that have acceptance tests: every other package's
 # TestMain would start an API server for nothing.
 mapfile -t pkgs < <(grep -rl --include='*_test.go' '^func TestAcc' . | xargs -n1 dirname | sort -u)
-# Their test binaries, linked once for every pass into build/test (go test
-# links each package again on every run, about 6 s of CPU for
-# internal/provider's alone; `go test -c` leaves an up-to-date binary as
-# it is).
+# Their test binaries, linked into build/test by scripts/go-test.sh (only
+# those that changed; make test's test-bin has linked them already) and
+# run by every pass from there: build/test/<last path element>.test.
 # The plan-time tests (resource.UnitTest: no cluster, no TF_ACC needed) that
 # make unit runs under Terraform 1.5.7 run under each pass's CLI too: its own
 # diagnostics wrap and word the errors they match. Only packages without
@@ -75,8 +74,7 @@ mapfile -t pkgs < <(grep -rl --include='*_test.go' '^func TestAcc' . | xargs -n1
 mapfile -t plan_pkgs < <(comm -23 <(grep -rl --include='*_test.go' 'resource\.UnitTest(' . | xargs -n1 dirname | sort -u) <(printf '%s\n' "${pkgs[@]}"))
 testbin=build/test
 if [ -z "${KMSHEALTH_ACC_TESTBIN_READY:-}" ]; then
-  mkdir -p "$testbin"
-  go test -c -o "$testbin/" "${pkgs[@]}" "${plan_pkgs[@]}"
+  scripts/go-test.sh -c "${pkgs[@]}" "${plan_pkgs[@]}"
   export KMSHEALTH_ACC_TESTBIN_READY=1
 fi
 [ $# -ge 1 ] || { echo "usage: $0 terraform|terraform-latest|tofu [...]" >&2; exit 2; }
