@@ -197,7 +197,7 @@ run=${KMSHEALTH_ACC_RUN:-^TestAcc}
 # each other package with acceptance tests, and each package of plan-time
 # tests; a job is "<cli> <shard>", the shard main, isolated, a package or
 # plan:<package>. They run from one pool of KMSHEALTH_ACC_JOBS (3) at a
-# time, longest first, as `go test -p 3` would run packages. Every job
+# time (a few more while cores stay idle, below), longest first, as `go test -p 3` would run packages. Every job
 # starts its own API servers (and, for the pod tests, its own node).
 #
 # Why a pool and not the three passes at once, each with its own three
@@ -290,11 +290,34 @@ job() {
   echo "$SECONDS" >"$tmp/$cli/end.$name"
 }
 slots=${KMSHEALTH_ACC_JOBS:-3}
+# One more job may start, up to KMSHEALTH_ACC_MAX_JOBS (slots + 2), while
+# the cores were half a core or more idle over the last 10 s (Linux: from
+# /proc/stat; elsewhere the pool stays at slots). Late in make test, when
+# integration and node have ended, the jobs left mostly wait (API server
+# restarts, key rotations, rollouts) and three of them kept 1.4 to 1.6 of
+# the two cores busy; earlier the cores are full and nothing more starts.
+most=${KMSHEALTH_ACC_MAX_JOBS:-$((slots + 2))}
+ncpu=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+stat_total='' stat_free='' idle=''
+# sample_idle sets idle to the hundredths of a core idle on average since
+# its last call (empty on the first, or without /proc/stat).
+sample_idle() {
+  idle=''
+  [ -r /proc/stat ] || return 0
+  local cpu user nice sys free iow irq sirq steal rest total
+  read -r cpu user nice sys free iow irq sirq steal rest </proc/stat
+  total=$((user + nice + sys + free + iow + irq + sirq + steal)) free=$((free + iow))
+  if [ -n "$stat_total" ] && [ "$total" -gt "$stat_total" ]; then
+    idle=$((ncpu * 100 * (free - stat_free) / (total - stat_total)))
+  fi
+  stat_total=$total stat_free=$free
+}
 start=$SECONDS
 set +e
-running=()
+running=() pids=() limit=$slots tick=''
+sample_idle
 while [ ${#pending[@]} -gt 0 ] || [ ${#running[@]} -gt 0 ]; do
-  while [ ${#running[@]} -lt "$slots" ] && [ ${#pending[@]} -gt 0 ]; do
+  while [ ${#running[@]} -lt "$limit" ] && [ ${#pending[@]} -gt 0 ]; do
     pick=''
     for i in "${!pending[@]}"; do
       if ready "${pending[$i]}"; then pick=$i; break; fi
@@ -305,22 +328,41 @@ while [ ${#pending[@]} -gt 0 ] || [ ${#running[@]} -gt 0 ]; do
     fi
     job "${pending[$pick]}" &
     running+=("${pending[$pick]}")
+    pids+=($!)
     unset 'pending[$pick]'
     pending=("${pending[@]}")
   done
-  wait -n # a job ended, or the rehearsal's build
-  lost=$? # 127: no process left to wait for
-  still=()
-  for j in "${running[@]}"; do
+  if [ -z "$tick" ]; then
+    sleep 10 &
+    tick=$!
+  fi
+  wait -n # a job ended, the rehearsal's build, or the 10 s tick
+  still=() alive=()
+  for i in "${!running[@]}"; do
+    j=${running[$i]}
     cli=${j%% *} name=$(job_name "${j#* }")
-    if [ ! -e "$tmp/$cli/rc.$name" ] && [ "$lost" -eq 127 ]; then
+    if [ ! -e "$tmp/$cli/rc.$name" ] && ! kill -0 "${pids[$i]}" 2>/dev/null; then
       echo "FAIL	${j#* } ($cli $name)	ended without a status" >>"$tmp/$cli/log.$name"
       echo 1 >"$tmp/$cli/rc.$name"
     fi
-    [ -e "$tmp/$cli/rc.$name" ] || still+=("$j")
+    if [ ! -e "$tmp/$cli/rc.$name" ]; then
+      still+=("$j")
+      alive+=("${pids[$i]}")
+    fi
   done
-  running=("${still[@]}")
+  running=(${still[@]+"${still[@]}"}) pids=(${alive[@]+"${alive[@]}"})
+  if ! kill -0 "$tick" 2>/dev/null; then
+    tick=''
+    sample_idle
+    limit=$slots
+    if [ -n "$idle" ] && [ "$idle" -ge 50 ] && [ ${#running[@]} -ge "$slots" ] && [ ${#running[@]} -lt "$most" ]; then
+      limit=$((${#running[@]} + 1))
+      echo "acc: $((SECONDS - start))s: $idle/100 of a core idle over 10 s: a job more (${#running[@]} running)" >>"$tmp/pool.log"
+    fi
+  fi
 done
+[ -z "$tick" ] || kill "$tick" 2>/dev/null
+[ ! -s "$tmp/pool.log" ] || cat "$tmp/pool.log"
 status=0
 end_rehearsal >"$tmp/rehearsal.out" 2>&1 || status=1
 # One summary per CLI, in the order given, as each pass's own run would
