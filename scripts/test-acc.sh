@@ -291,7 +291,7 @@ job() {
 }
 slots=${KMSHEALTH_ACC_JOBS:-3}
 # One more job may start, up to KMSHEALTH_ACC_MAX_JOBS (slots + 2), while
-# the cores were half a core or more idle over the last 10 s (Linux: from
+# the cores were a third of a core or more idle over the last 10 s (Linux: from
 # /proc/stat; elsewhere the pool stays at slots). Late in make test, when
 # integration and node have ended, the jobs left mostly wait (API server
 # restarts, key rotations, rollouts) and three of them kept 1.4 to 1.6 of
@@ -355,7 +355,7 @@ while [ ${#pending[@]} -gt 0 ] || [ ${#running[@]} -gt 0 ]; do
     tick=''
     sample_idle
     limit=$slots
-    if [ -n "$idle" ] && [ "$idle" -ge 50 ] && [ ${#running[@]} -ge "$slots" ] && [ ${#running[@]} -lt "$most" ]; then
+    if [ -n "$idle" ] && [ "$idle" -ge 33 ] && [ ${#running[@]} -ge "$slots" ] && [ ${#running[@]} -lt "$most" ]; then
       limit=$((${#running[@]} + 1))
       echo "acc: $((SECONDS - start))s: $idle/100 of a core idle over 10 s: a job more (${#running[@]} running)" >>"$tmp/pool.log"
     fi
