@@ -43,7 +43,6 @@ while [ $# -gt 0 ]; do
 done
 [ $# -gt 0 ] || usage
 
-module=$(go list -m)
 # Each package: import path, directory relative to the module, and t when
 # it has tests. go list also fails here on a package that does not exist.
 list=$(go list -f '{{.ImportPath}}	{{.Dir}}	{{if or .TestGoFiles .XTestGoFiles}}t{{end}}' "$@" |

@@ -197,8 +197,9 @@ run=${KMSHEALTH_ACC_RUN:-^TestAcc}
 # each other package with acceptance tests, and each package of plan-time
 # tests; a job is "<cli> <shard>", the shard main, isolated, a package or
 # plan:<package>. They run from one pool of KMSHEALTH_ACC_JOBS (3) at a
-# time (a few more while cores stay idle, below), longest first, as `go test -p 3` would run packages. Every job
-# starts its own API servers (and, for the pod tests, its own node).
+# time (a few more while cores stand idle, below), longest first, as `go
+# test -p 3` would run packages. Every job starts its own API servers (and,
+# for the pod tests, its own node).
 #
 # Why a pool and not the three passes at once, each with its own three
 # slots: on two cores the same tests cost more CPU the more run at once.
@@ -290,8 +291,8 @@ job() {
   echo "$SECONDS" >"$tmp/$cli/end.$name"
 }
 slots=${KMSHEALTH_ACC_JOBS:-3}
-# One more job may start, up to KMSHEALTH_ACC_MAX_JOBS (slots + 2), while
-# the cores were a third of a core or more idle over the last 10 s (Linux: from
+# One more job may start, up to KMSHEALTH_ACC_MAX_JOBS (slots + 2), after
+# 10 s in which a third of a core or more stood idle (Linux: from
 # /proc/stat; elsewhere the pool stays at slots). Late in make test, when
 # integration and node have ended, the jobs left mostly wait (API server
 # restarts, key rotations, rollouts) and three of them kept 1.4 to 1.6 of
