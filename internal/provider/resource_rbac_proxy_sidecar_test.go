@@ -618,7 +618,8 @@ func testRealProxy(t *testing.T, bin, image, profile string) {
 	mustCreateNamespace(t, ns)
 	createWorkload(t, rbacproxy.KindDeployment, ns, "web", "web-sa")
 	upstream := startUpstream(t)
-	listen, health := freePort(t), freePort(t)
+	ports := freePorts(t, 2)
+	listen, health := ports[0], ports[1]
 	// The callers, with RBAC in effect before the first request.
 	callers := proxyCallers{
 		reader:     callerToken(t, ns, "reader", "monitoring.example.com"),
@@ -715,18 +716,23 @@ func startUpstream(t *testing.T) *upstreamServer {
 	return u
 }
 
-// freePort is a loopback TCP port free at the time of the call.
-func freePort(t *testing.T) int {
+// freePorts returns n distinct loopback TCP ports, free at the time of
+// the call: each is held until all are chosen, since a port closed at once
+// may be handed out again by the next bind to port 0 (it was, once: the
+// sidecar's listen_port and health_port came out equal, and the plan
+// refused them).
+func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	ports := make([]int, n)
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = l.Close() }()
+		ports[i] = l.Addr().(*net.TCPAddr).Port
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return port
+	return ports
 }
 
 // runProxyAsApplied runs the sidecar as the API server holds it, as a
