@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -117,14 +118,11 @@ func MountNamespaces(ctx context.Context) (ok bool, why string) {
 }
 
 func start(ctx context.Context, out io.Writer, readyPath string, argv func(metrics, health string) []string) (*Process, error) {
-	metrics, err := freeAddr()
+	ports, err := FreePorts(2)
 	if err != nil {
 		return nil, err
 	}
-	health, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
+	metrics, health := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
 	args := argv(metrics, health)
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdout, cmd.Stderr = out, out
@@ -257,11 +255,19 @@ func (p *Process) Metric(series string) (float64, error) {
 	return m[series], err
 }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+// FreePorts returns n distinct loopback TCP ports, free at the time of
+// the call. Each is held until all are chosen: a port closed at once may be
+// handed out again by the next bind to port 0 (it was, once, to a test
+// that then had two listeners on one port).
+func FreePorts(n int) ([]int, error) {
+	ports := make([]int, n)
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, errors.Join(errors.New("find a free loopback port"), err)
+		}
+		defer func() { _ = l.Close() }()
+		ports[i] = l.Addr().(*net.TCPAddr).Port
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String(), nil
+	return ports, nil
 }

@@ -618,7 +618,10 @@ func testRealProxy(t *testing.T, bin, image, profile string) {
 	mustCreateNamespace(t, ns)
 	createWorkload(t, rbacproxy.KindDeployment, ns, "web", "web-sa")
 	upstream := startUpstream(t)
-	ports := freePorts(t, 2)
+	ports, err := devenv.FreePorts(2)
+	if err != nil {
+		t.Fatal(err)
+	}
 	listen, health := ports[0], ports[1]
 	// The callers, with RBAC in effect before the first request.
 	callers := proxyCallers{
@@ -714,25 +717,6 @@ func startUpstream(t *testing.T) *upstreamServer {
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return u
-}
-
-// freePorts returns n distinct loopback TCP ports, free at the time of
-// the call: each is held until all are chosen, since a port closed at once
-// may be handed out again by the next bind to port 0 (it was, once: the
-// sidecar's listen_port and health_port came out equal, and the plan
-// refused them).
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	ports := make([]int, n)
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = l.Close() }()
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-	}
-	return ports
 }
 
 // runProxyAsApplied runs the sidecar as the API server holds it, as a

@@ -11,7 +11,7 @@ import (
 
 // TestControllersStartAgainOnATakenPort takes the port kube-controller-
 // manager is about to bind, as another process on a busy machine can
-// between freePorts and the bind: the start must move it to a new port and
+// between devenv.FreePorts and the bind: the start must move it to a new port and
 // succeed, and the first attempt's failure must be in its log.
 func TestControllersStartAgainOnATakenPort(t *testing.T) {
 	running, port := env.controllers, env.controllersPort

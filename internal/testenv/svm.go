@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
 )
 
 // StorageVersionMigration (KEP-4192) in the Kubernetes the bed runs
@@ -61,7 +63,7 @@ func (e *Env) StartStorageVersionMigrator(ctx context.Context) error {
 	if e.migrator != nil {
 		return errors.New("the storage version migrator is already running")
 	}
-	ports, err := freePorts(1)
+	ports, err := devenv.FreePorts(1)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -120,7 +119,7 @@ func (e *Env) start(ctx context.Context) error {
 	e.CAPEM, e.ClientCert, e.ClientKey, e.Token = p.ca.cert, p.admin.cert, p.admin.key, p.adminToken
 	e.ca = p.ca
 
-	ports, err := freePorts(4)
+	ports, err := devenv.FreePorts(4)
 	if err != nil {
 		return err
 	}
@@ -234,7 +233,7 @@ func (e *Env) startControllers(ctx context.Context) error {
 		if !errors.Is(err, errExited) || attempt == attempts {
 			return err
 		}
-		ports, perr := freePorts(1)
+		ports, perr := devenv.FreePorts(1)
 		if perr != nil {
 			return errors.Join(err, perr)
 		}
@@ -411,23 +410,4 @@ func (e *Env) writeKubeconfig() error {
 	cfg.CurrentContext = "kmshealth-test"
 	e.Kubeconfig = filepath.Join(e.Dir, "kubeconfig")
 	return clientcmd.WriteToFile(*cfg, e.Kubeconfig)
-}
-
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			_ = l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, errors.Join(errors.New("find a free loopback port"), err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
