@@ -35,9 +35,10 @@ KUBECTL_PROVIDER_VERSION=v1.19.0
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${KMSHEALTH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kmshealth}
 
-# Every tool's packages compile without DWARF (the binaries are linked with
-# -s -w, which drops it anyway): a cold build of the provider took 0.82 to
-# 0.84 of the CPU without it (BENCHMARKS.md, "Cold builds without DWARF").
+# Every tool's packages compile without DWARF: most tools are linked with
+# -s -w, which dropped it anyway, and no tool is debugged from this cache. A
+# cold build of the provider took 0.82 to 0.84 of the CPU without it
+# (BENCHMARKS.md, "Cold builds without DWARF").
 # GOFLAGS from the environment or go env -w stays in front.
 GOFLAGS=$(go env GOFLAGS 2>/dev/null || true)
 export GOFLAGS="${GOFLAGS:+$GOFLAGS }-gcflags=all=-dwarf=false"

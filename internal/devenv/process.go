@@ -257,8 +257,8 @@ func (p *Process) Metric(series string) (float64, error) {
 
 // FreePorts returns n distinct loopback TCP ports, free at the time of
 // the call. Each is held until all are chosen: a port closed at once may be
-// handed out again by the next bind to port 0 (it was, once, to a test
-// that then had two listeners on one port).
+// handed out again by the next bind to port 0 (it was once, and a test got
+// one port for two listeners).
 func FreePorts(n int) ([]int, error) {
 	ports := make([]int, n)
 	for i := range ports {

@@ -11,8 +11,8 @@ import (
 
 // TestControllersStartAgainOnATakenPort takes the port kube-controller-
 // manager is about to bind, as another process on a busy machine can
-// between devenv.FreePorts and the bind: the start must move it to a new port and
-// succeed, and the first attempt's failure must be in its log.
+// between devenv.FreePorts and the bind: the start must move it to a new
+// port and succeed, and the first attempt's failure must be in its log.
 func TestControllersStartAgainOnATakenPort(t *testing.T) {
 	running, port := env.controllers, env.controllersPort
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
