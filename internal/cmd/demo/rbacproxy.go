@@ -55,21 +55,10 @@ func pickAPIPorts() (*apiPorts, error) {
 	if err != nil {
 		return nil, err
 	}
-	var held []net.Listener
-	defer func() {
-		for _, l := range held {
-			_ = l.Close()
-		}
-	}()
-	ports := make([]int, 2)
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			_ = up.Close()
-			return nil, err
-		}
-		held = append(held, l)
-		ports[i] = l.Addr().(*net.TCPAddr).Port
+	ports, err := devenv.FreePorts(2)
+	if err != nil {
+		_ = up.Close()
+		return nil, err
 	}
 	return &apiPorts{upstream: up, upstreamPort: up.Addr().(*net.TCPAddr).Port, listen: ports[0], health: ports[1]}, nil
 }
