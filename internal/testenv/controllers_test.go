@@ -45,3 +45,40 @@ func TestControllersStartAgainOnATakenPort(t *testing.T) {
 		t.Errorf("the first attempt should have failed on the taken port: no %q in its log", want)
 	}
 }
+
+// TestAPIServerStartsAgainOnATakenPort takes the port a control plane's
+// kube-apiserver is about to bind, as another process on a busy machine
+// can between devenv.FreePorts and the bind: the first start must move it
+// to a new port and come up there, and the first attempt's failure must be
+// in its log. The second API server serves the package's etcd, as an HA
+// pair would, and is stopped at the end.
+func TestAPIServerStartsAgainOnATakenPort(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = taken.Close() }()
+	takenPort := taken.Addr().(*net.TCPAddr).Port
+	var args []string
+	for _, a := range env.apiArgs {
+		if !strings.HasPrefix(a, "--secure-port=") {
+			args = append(args, a)
+		}
+	}
+	second := &Env{Dir: t.TempDir(), binary: env.binary, lean: env.lean, CAPEM: env.CAPEM, Token: env.Token, apiArgs: args}
+	t.Cleanup(func() { stop(second.apiserver) })
+
+	if err := second.startFirstAPIServer(t.Context(), takenPort); err != nil {
+		t.Fatalf("start with its port taken: %v", err)
+	}
+	if want := fmt.Sprintf("https://127.0.0.1:%d", takenPort); second.Host == want {
+		t.Fatalf("kube-apiserver answered at %s, whose port this test holds", want)
+	}
+	log, err := os.ReadFile(filepath.Join(second.Dir, "apiserver.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("127.0.0.1:%d: bind: address already in use", takenPort); !strings.Contains(string(log), want) {
+		t.Errorf("the first attempt should have failed on the taken port: no %q in its log", want)
+	}
+}
