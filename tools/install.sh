@@ -70,35 +70,82 @@ build() { # name version dir-suffix build-command...
 }
 
 
-# cli_without_remote_state builds Terraform or OpenTofu from its released
-# module source (the Go module proxy's zip, with the module's own go.mod,
-# go.sum and replaces) without the remote-state backends (azurerm, consul,
-# cos, gcs, kubernetes, oss, pg, s3, and oci for Terraform 1.16): state
-# storage that a provider's tests never use, whose cloud SDKs are most of
-# the CLI's binary. Everything a provider talks to (core, the plugin
-# protocol, local state, `tofu test`) is the release's own code. A
-# provider's acceptance pass starts the CLI about 4,000 times, and each
-# start pays to map and initialise the whole binary: without the
-# backends, Terraform 1.5.7 is 39 instead of 68 MB and OpenTofu 75 instead
-# of 115 MB, and the CLI processes of the TestAccAPIServiceCABundle_ tests
-# (504 starts) took 15.1 instead of 22.4 ms each under 1.5.7 and 18.5
-# instead of 24.6 under OpenTofu (two alternating runs each); the cold
-# build compiles none of those SDKs.
-#   cli_without_remote_state <module> <version> <main package> <ldflags> <backends regexp> <go.mod sed script> <out>
-cli_without_remote_state() {
-  local module=$1 version=$2 pkg=$3 ldflags=$4 backends=$5 gomod=$6 out=$7 src tmp
+# lean_cli builds Terraform or OpenTofu from its released module source (the
+# Go module proxy's zip, with the module's own go.mod, go.sum and replaces)
+# without what a provider's tests never reach and every start pays for:
+#   - the remote-state backends (azurerm, consul, cos, gcs, kubernetes,
+#     oss, pg, s3, and oci for Terraform 1.16): cloud state storage;
+#   - go-getter's s3 and gcs module getters (module sources `s3::` and
+#     `gcs::`; the tests install no module from anywhere): go-getter is
+#     built from its own release with those two files left out and a stub
+#     that answers "not in this build", so the AWS SDK's endpoint table,
+#     Google Cloud Storage and OpenCensus are neither linked nor
+#     initialised;
+#   - for OpenTofu, the cloud key providers of state encryption (aws_kms,
+#     gcp_kms, azure_vault, openbao); pbkdf2, external and the methods stay.
+# Everything a provider talks to (core, the plugin protocol, local state,
+# `tofu test`) is the release's own code. A provider's acceptance pass
+# starts the CLI about 4,000 times, and each start maps and initialises the
+# whole binary: without the backends Terraform 1.5.7 was 39 instead of 68
+# MB and OpenTofu 75 instead of 115 MB, and the CLI processes of the
+# TestAccAPIServiceCABundle_ tests (504 starts) took 15.1 instead of 22.4 ms
+# each under 1.5.7 and 18.5 instead of 24.6 under OpenTofu (two
+# alternating runs each); without the getters and key providers too, see
+# BENCHMARKS.md ("CLIs without cloud plugins"). The cold build compiles
+# none of those SDKs.
+#   lean_cli <module> <version> <main package> <ldflags> <backends regexp> <go.mod sed script> <key providers regexp> <out>
+lean_cli() {
+  local module=$1 version=$2 pkg=$3 ldflags=$4 backends=$5 gomod=$6 keyproviders=$7 out=$8 src tmp getter
   case $out in /*) ;; *) out=$PWD/$out ;; esac
   go mod download "$module@$version"
   src=$(go list -m -f '{{.Dir}}' "$module@$version")
   tmp=$(mktemp -d)
   cp -r "$src/." "$tmp/" && chmod -R u+w "$tmp"
   sed -i.orig -E "/backend($backends)/d" "$tmp/internal/backend/init/init.go"
-  local mod=()
   if [ -n "$gomod" ]; then
     sed -i.orig -E "$gomod" "$tmp/go.mod"
-    mod=(-mod=mod)
   fi
-  (cd "$tmp" && go build ${mod[@]+"${mod[@]}"} -trimpath -ldflags "$ldflags" -o "$out" "$pkg") || { rm -rf "$tmp"; return 1; }
+  if [ -n "$keyproviders" ]; then
+    awk -v re="$keyproviders" '
+      $0 ~ "keyprovider/(" re ")\"" { next }
+      $0 ~ "RegisterKeyProvider\\((" re ")\\.New" { skip = 3 }
+      skip > 0 { skip--; next }
+      { print }' "$tmp/internal/encryption/default_registry.go" >"$tmp/registry.go.new" &&
+      mv "$tmp/registry.go.new" "$tmp/internal/encryption/default_registry.go"
+  fi
+  getter=$(awk '{ for (i = 1; i < NF; i++) if ($i == "github.com/hashicorp/go-getter") { print $(i + 1); exit } }' "$tmp/go.mod")
+  go mod download "github.com/hashicorp/go-getter@$getter"
+  mkdir -p "$tmp/.go-getter"
+  cp -r "$(go list -m -f '{{.Dir}}' "github.com/hashicorp/go-getter@$getter")/." "$tmp/.go-getter/"
+  chmod -R u+w "$tmp/.go-getter"
+  rm -f "$tmp/.go-getter/get_s3.go" "$tmp/.go-getter/get_gcs.go" "$tmp/.go-getter"/*_test.go
+  cat >"$tmp/.go-getter/get_cloud_absent.go" <<'GO'
+package getter
+
+import (
+	"errors"
+	"net/url"
+)
+
+// The s3 and gcs getters are left out of this build (kmshealth's
+// tools/install.sh): these stand in for them, so the getter table and the
+// callers that name them compile, and a module source that needs one fails.
+var errCloudGetterAbsent = errors.New("this build of the CLI has no s3 or gcs module getter")
+
+type S3Getter struct{ getter }
+
+type GCSGetter struct{ getter }
+
+func (g *S3Getter) ClientMode(*url.URL) (ClientMode, error) { return 0, errCloudGetterAbsent }
+func (g *S3Getter) Get(string, *url.URL) error               { return errCloudGetterAbsent }
+func (g *S3Getter) GetFile(string, *url.URL) error           { return errCloudGetterAbsent }
+
+func (g *GCSGetter) ClientMode(*url.URL) (ClientMode, error) { return 0, errCloudGetterAbsent }
+func (g *GCSGetter) Get(string, *url.URL) error               { return errCloudGetterAbsent }
+func (g *GCSGetter) GetFile(string, *url.URL) error           { return errCloudGetterAbsent }
+GO
+  (cd "$tmp" && go mod edit -replace github.com/hashicorp/go-getter=./.go-getter &&
+    go build -mod=mod -trimpath -ldflags "$ldflags" -o "$out" "$pkg") || { rm -rf "$tmp"; return 1; }
   rm -rf "$tmp"
 }
 
@@ -124,24 +171,25 @@ kube-testserver)
     bash -c 'cd "$0/kube-testserver" && go build -trimpath -ldflags "$1" -o "$2" .' "$here" "$ld"
   ;;
 terraform)
-  build terraform "$TERRAFORM_VERSION" "-noremote" \
-    cli_without_remote_state github.com/hashicorp/terraform "$TERRAFORM_VERSION" . "-s -w" \
-    "Azure|Consul|Cos|GCS|Kubernetes|OSS|Pg|S3" ""
+  build terraform "$TERRAFORM_VERSION" "-lean" \
+    lean_cli github.com/hashicorp/terraform "$TERRAFORM_VERSION" . "-s -w" \
+    "Azure|Consul|Cos|GCS|Kubernetes|OSS|Pg|S3" "" ""
   ;;
 terraform-latest)
   # Since 1.7 Terraform's go.mod also requires those backends and
   # internal/legacy as nested modules at v0.0.0 with local replaces, which
   # are never published: neither `go install pkg@version` nor a wrapper
   # module could resolve them, so its go.mod loses them too.
-  build terraform "$TERRAFORM_LATEST_VERSION" "-noremote" \
-    cli_without_remote_state github.com/hashicorp/terraform "$TERRAFORM_LATEST_VERSION" . \
+  build terraform "$TERRAFORM_LATEST_VERSION" "-lean" \
+    lean_cli github.com/hashicorp/terraform "$TERRAFORM_LATEST_VERSION" . \
     "-s -w -X github.com/hashicorp/terraform/version.dev=no" "Azure|Consul|Cos|GCS|Kubernetes|OCI|OSS|Pg|S3" \
-    "/github.com\/hashicorp\/terraform\/internal\/(backend\/remote-state\/(azure|consul|cos|gcs|kubernetes|oss|pg|s3|oci)|legacy)( |$)/d"
+    "/github.com\/hashicorp\/terraform\/internal\/(backend\/remote-state\/(azure|consul|cos|gcs|kubernetes|oss|pg|s3|oci)|legacy)( |$)/d" ""
   ;;
 tofu)
-  build tofu "$TOFU_VERSION" "-noremote" \
-    cli_without_remote_state github.com/opentofu/opentofu "$TOFU_VERSION" ./cmd/tofu \
-    "-s -w -X github.com/opentofu/opentofu/version.dev=no" "Azure|Consul|Cos|GCS|Kubernetes|OSS|Pg|S3" ""
+  build tofu "$TOFU_VERSION" "-lean" \
+    lean_cli github.com/opentofu/opentofu "$TOFU_VERSION" ./cmd/tofu \
+    "-s -w -X github.com/opentofu/opentofu/version.dev=no" "Azure|Consul|Cos|GCS|Kubernetes|OSS|Pg|S3" "" \
+    "aws_kms|gcp_kms|azure_vault|openbao"
   ;;
 kube-rbac-proxy | kube-rbac-proxy-v0.19)
   # One wrapper module per release line (tools/kube-rbac-proxy for the
