@@ -60,6 +60,12 @@ func literalRE(parts ...string) *regexp.Regexp {
 
 // outOfBand is a step that changes the cluster behind Terraform's back
 // with change, and expects the next plan to show it.
+//
+// Its opposite, an empty plan of the config just applied, needs no step:
+// after every apply step the framework (terraform-plugin-testing) plans,
+// refreshes and plans again, and fails the step when either plan is not
+// empty. A PlanOnly step of the same config right after it would run those
+// six CLI commands a second time and assert nothing new.
 func outOfBand(config string, change func()) resource.TestStep {
 	return resource.TestStep{PreConfig: change, Config: config, PlanOnly: true, ExpectNonEmptyPlan: true}
 }

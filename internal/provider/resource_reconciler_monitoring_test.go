@@ -105,7 +105,6 @@ func TestAccReconciler_monitoring(t *testing.T) {
 				resource.TestCheckResourceAttr(reconcilerAddr, "monitoring.rules", "true"),
 				checkReconcilerMonitoring(ns, name, false, false), // no prometheus-operator: nothing written
 			)},
-			{Config: on, PlanOnly: true}, // nothing missing
 			{
 				PreConfig:          func() { installPrometheusOperatorCRDs(t) },
 				Config:             on,
@@ -113,13 +112,10 @@ func TestAccReconciler_monitoring(t *testing.T) {
 				ExpectNonEmptyPlan: true, // the monitoring objects are missing now
 			},
 			{Config: on, Check: checkReconcilerMonitoring(ns, name, true, true)},
-			{Config: on, PlanOnly: true},
 			{ResourceName: reconcilerAddr, ImportState: true, ImportStateId: ns + "/" + name, ImportStateVerify: true,
 				ImportStateVerifyIgnore: []string{"wait_for_rollout"}},
 			{Config: noRules, Check: checkReconcilerMonitoring(ns, name, true, false)},
-			{Config: noRules, PlanOnly: true},
 			{Config: off, Check: checkReconcilerMonitoring(ns, name, false, false)},
-			{Config: off, PlanOnly: true},
 			{Config: on, Check: checkReconcilerMonitoring(ns, name, true, true)},
 		},
 	})

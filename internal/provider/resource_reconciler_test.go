@@ -471,7 +471,6 @@ resource "kmshealth_reconciler" "test" {
 					checkAccess(ns, name, allowed, denied),
 				),
 			},
-			{Config: config, PlanOnly: true},
 			{ResourceName: reconcilerAddr, ImportState: true, ImportStateId: ns + "/" + name, ImportStateVerify: true, ImportStateVerifyIgnore: []string{"wait_for_rollout"}},
 			{ResourceName: reconcilerAddr, ImportState: true, ImportStateId: name, ExpectError: wrappedRE(`want <namespace>/<name>`)},
 			// kubectl scale: the next plan shows it, the apply restores it.
@@ -530,7 +529,6 @@ resource "kmshealth_reconciler" "test" {
 					checkAccess(ns, name, allowed, denied),
 				),
 			},
-			{Config: config, PlanOnly: true},
 		},
 	})
 }
@@ -614,8 +612,8 @@ func TestAccReconciler_update(t *testing.T) {
 					},
 				),
 			},
-			// Quantities the API server canonicalised (0.05 is 50m) do not show as drift.
-			{Config: second, PlanOnly: true},
+			// The plans after that apply: quantities the API server
+			// canonicalised (0.05 is 50m) do not show as drift.
 			{
 				ResourceName: reconcilerAddr, ImportState: true, ImportStateId: ns + "/" + name, ImportStateVerify: true,
 				// The import reads the canonical form of the quantities.

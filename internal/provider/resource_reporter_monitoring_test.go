@@ -110,7 +110,6 @@ func TestAccReporter_monitoring(t *testing.T) {
 		CheckDestroy:             resource.ComposeAggregateTestCheckFunc(checkReporterUninstalled(ns, name), checkCRDGone),
 		Steps: []resource.TestStep{
 			{Config: on, Check: resource.TestCheckResourceAttr(reporterAddr, "objects_in_sync", "true")},
-			{Config: on, PlanOnly: true}, // no prometheus-operator: nothing missing
 			{
 				PreConfig:          func() { installPrometheusOperatorCRDs(t) },
 				Config:             on,
@@ -118,10 +117,8 @@ func TestAccReporter_monitoring(t *testing.T) {
 				ExpectNonEmptyPlan: true, // the monitoring objects are missing now
 			},
 			{Config: on, Check: checkMonitoring(ns, name, true, true)},
-			{Config: on, PlanOnly: true},
 			{Config: noRules, Check: checkMonitoring(ns, name, true, false)},
 			{Config: off, Check: checkMonitoring(ns, name, false, false)},
-			{Config: off, PlanOnly: true},
 			{Config: on, Check: checkMonitoring(ns, name, true, true)},
 		},
 	})

@@ -375,7 +375,6 @@ func TestAccReporter_basic(t *testing.T) {
 					checkWritesOnlyItsTarget(t, ns, name, target, kmshealth.Kind),
 				),
 			},
-			{Config: config, PlanOnly: true},
 			{ResourceName: reporterAddr, ImportState: true, ImportStateId: ns + "/" + name, ImportStateVerify: true, ImportStateVerifyIgnore: []string{"wait_for_rollout"}},
 			{ResourceName: reporterAddr, ImportState: true, ImportStateId: name, ExpectError: wrappedRE(`want <namespace>/<name>`)},
 			{ResourceName: reporterAddr, ImportState: true, ImportStateId: ns + "/nothing-here", ExpectError: wrappedRE(`DaemonSet ` + ns + `/nothing-here does not exist`)},
@@ -420,7 +419,6 @@ func TestAccReporter_basic(t *testing.T) {
 					checkCRDInstalled(ns, name, "cluster"),
 				),
 			},
-			{Config: config, PlanOnly: true},
 		},
 	})
 }
@@ -603,7 +601,6 @@ report_format = "openshift-typed"`)
 					},
 				),
 			},
-			{Config: first, PlanOnly: true},
 			{
 				// Reporters, the aggregator and the operator write conditions.
 				PreConfig: func() {
@@ -619,8 +616,7 @@ report_format = "openshift-typed"`)
 					checkReporterObjects(ns, name, wantSecond),
 				),
 			},
-			// 1m is stored as 1m0s: no diff.
-			{Config: second, PlanOnly: true},
+			// The plans after that apply: 1m is stored as 1m0s, no diff.
 			{
 				// OpenShift's typed format replaces the installation: the
 				// DaemonSet passes it on, the admission policy follows it,
@@ -646,7 +642,6 @@ report_format = "openshift-typed"`)
 					},
 				),
 			},
-			{Config: typed, PlanOnly: true},
 			{
 				ResourceName: reporterAddr, ImportState: true, ImportStateId: ns + "/" + name, ImportStateVerify: true,
 				// The import reads Go's spelling of the duration.
@@ -710,7 +705,6 @@ func TestAccReporter_installCRDOff(t *testing.T) {
 					checkWritesOnlyItsTarget(t, ns, name, kmshealth.DefaultTarget(), kmshealth.Kind),
 				),
 			},
-			{Config: off, PlanOnly: true},
 		},
 	})
 }
@@ -901,7 +895,6 @@ func TestAccReporter_shortInterval(t *testing.T) {
 					checkReporterObjects(ns, name, want),
 				),
 			},
-			{Config: config, PlanOnly: true},
 		},
 	})
 }

@@ -324,7 +324,6 @@ func TestAccWebhookCABundle_validatingNamedInline(t *testing.T) {
 					checkWebhookLive(t, kind, name, testWebhooks[:2], ca1, otherCA, src),
 				),
 			},
-			{Config: webhookInlineConfig(kind, name, ca1, two), PlanOnly: true},
 			// An installer overwrites the second webhook's bundle: drift.
 			{
 				PreConfig:          func() { driftSlot(t, kind, name, testWebhooks[1], ca2) },
@@ -398,7 +397,6 @@ func TestAccWebhookCABundle_mutatingEverySecret(t *testing.T) {
 					},
 				),
 			},
-			{Config: config, PlanOnly: true},
 			{
 				PreConfig:          func() { driftSlot(t, kind, name, testWebhooks[0], ca2) },
 				Config:             config,
@@ -446,7 +444,6 @@ func TestAccWebhookCABundle_crdConversion(t *testing.T) {
 					checkWebhookLive(t, kind, name, []string{""}, ca1, "", src),
 				),
 			},
-			{Config: webhookInlineConfig(kind, name, ca1, ""), PlanOnly: true},
 			{
 				PreConfig:          func() { driftSlot(t, kind, name, "", ca2) },
 				Config:             webhookInlineConfig(kind, name, ca1, ""),
@@ -569,7 +566,6 @@ resource "kmshealth_reconciler" "test" {
 					},
 				),
 			},
-			{Config: config, PlanOnly: true},
 		},
 	})
 }
