@@ -85,7 +85,7 @@ build() { # name version dir-suffix build-command...
 #     gcp_kms, azure_vault, openbao); pbkdf2, external and the methods stay.
 # Everything a provider talks to (core, the plugin protocol, local state,
 # `tofu test`) is the release's own code. A provider's acceptance pass
-# starts the CLI about 4,000 times, and each start maps and initialises the
+# starts the CLI about 2,000 times, and each start maps and initialises the
 # whole binary: without the backends Terraform 1.5.7 was 39 instead of 68
 # MB and OpenTofu 75 instead of 115 MB, and the CLI processes of the
 # TestAccAPIServiceCABundle_ tests (504 starts) took 15.1 instead of 22.4 ms
