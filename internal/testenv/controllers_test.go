@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -67,12 +68,7 @@ func TestAPIServerStartsAgainOnATakenPort(t *testing.T) {
 	}
 	defer func() { _ = taken.Close() }()
 	takenPort := taken.Addr().(*net.TCPAddr).Port
-	var args []string
-	for _, a := range env.apiArgs {
-		if !strings.HasPrefix(a, "--secure-port=") {
-			args = append(args, a)
-		}
-	}
+	args := slices.DeleteFunc(slices.Clone(env.apiArgs), func(a string) bool { return strings.HasPrefix(a, "--secure-port=") })
 	second := &Env{Dir: t.TempDir(), binary: env.binary, lean: env.lean, CAPEM: env.CAPEM, Token: env.Token, apiArgs: args}
 	t.Cleanup(func() { stop(second.apiserver) })
 

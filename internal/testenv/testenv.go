@@ -222,21 +222,31 @@ resources:
 // and its log was gone with the scratch directory: the error now carries
 // the log's tail.
 func (e *Env) startControllers(ctx context.Context) error {
+	return onFreePort(e.controllersPort, func(port int) error {
+		e.controllersPort = port
+		if err := e.startControllersOnce(ctx); err != nil {
+			return fmt.Errorf("kube-controller-manager (namespace controller): %w; log: %s", err, e.logTail("kube-controller-manager.log"))
+		}
+		return nil
+	})
+}
+
+// onFreePort calls start with port and, while start fails because the
+// component exited while starting (errExited), again with a port picked
+// anew, three calls at most: the port was free when it was picked, and
+// another process can bind it before the component does.
+func onFreePort(port int, start func(port int) error) error {
 	const attempts = 3
 	for attempt := 1; ; attempt++ {
-		err := e.startControllersOnce(ctx)
-		if err == nil {
-			return nil
-		}
-		err = fmt.Errorf("kube-controller-manager (namespace controller): %w; log: %s", err, e.logTail("kube-controller-manager.log"))
-		if !errors.Is(err, errExited) || attempt == attempts {
+		err := start(port)
+		if err == nil || !errors.Is(err, errExited) || attempt == attempts {
 			return err
 		}
 		ports, perr := devenv.FreePorts(1)
 		if perr != nil {
 			return errors.Join(err, perr)
 		}
-		e.controllersPort = ports[0]
+		port = ports[0]
 	}
 }
 
@@ -258,30 +268,19 @@ func (e *Env) startControllersOnce(ctx context.Context) error {
 }
 
 // startFirstAPIServer starts kube-apiserver on port the first time, and
-// again, twice at most, on a port picked anew when it exits while
-// starting: as for kube-controller-manager (startControllers), its port
-// was free when start picked it, and another process can bind it before
-// the API server does. scripts/test-acc.sh starts seven control planes
+// again on a port picked anew when it exits while starting (onFreePort),
+// as kube-controller-manager is (startControllers). scripts/test-acc.sh starts seven control planes
 // within a second, and one of them lost its port so (make test,
 // 2026-12-06, the isolated shard under Terraform 1.5.7: "bind: address
 // already in use"). Once started, the API server keeps its port: a
 // restart (RestartAPIServer) binds the port its clients know.
 func (e *Env) startFirstAPIServer(ctx context.Context, port int) error {
-	const attempts = 3
 	args := e.apiArgs
-	for attempt := 1; ; attempt++ {
+	return onFreePort(port, func(port int) error {
 		e.Host = fmt.Sprintf("https://127.0.0.1:%d", port)
 		e.apiArgs = append(slices.Clip(args), "--secure-port="+strconv.Itoa(port))
-		err := e.startAPIServer(ctx)
-		if err == nil || !errors.Is(err, errExited) || attempt == attempts {
-			return err
-		}
-		ports, perr := devenv.FreePorts(1)
-		if perr != nil {
-			return errors.Join(err, perr)
-		}
-		port = ports[0]
-	}
+		return e.startAPIServer(ctx)
+	})
 }
 
 func (e *Env) startAPIServer(ctx context.Context) error {
