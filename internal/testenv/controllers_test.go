@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/devenv"
 )
 
 // TestControllersStartAgainOnATakenPort takes the port kube-controller-
@@ -79,4 +81,31 @@ func TestAPIServerStartsAgainOnATakenPort(t *testing.T) {
 		t.Fatalf("kube-apiserver answered at %s, whose port this test holds", want)
 	}
 	checkBindFailureLogged(t, filepath.Join(second.Dir, "apiserver.log"), takenPort)
+}
+
+// TestEtcdStartsAgainOnATakenPort takes the client port a control plane's
+// etcd is about to bind: the start must move it to new ports, answer
+// /readyz there, and keep the first attempt's failure in its log. The
+// second etcd is stopped at the end.
+func TestEtcdStartsAgainOnATakenPort(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = taken.Close() }()
+	takenPort := taken.Addr().(*net.TCPAddr).Port
+	peer, err := devenv.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := &Env{Dir: t.TempDir(), binary: env.binary, lean: env.lean}
+	t.Cleanup(func() { stop(second.etcd) })
+
+	if err := second.startEtcd(t.Context(), []int{takenPort, peer[0]}); err != nil {
+		t.Fatalf("start with its client port taken: %v", err)
+	}
+	if want := fmt.Sprintf("http://127.0.0.1:%d", takenPort); second.EtcdEndpoint == want {
+		t.Fatalf("etcd answered at %s, whose port this test holds", want)
+	}
+	checkBindFailureLogged(t, filepath.Join(second.Dir, "etcd.log"), takenPort)
 }

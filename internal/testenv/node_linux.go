@@ -66,7 +66,7 @@ type Node struct {
 
 	env   *Env
 	dir   string
-	procs []*exec.Cmd // in start order
+	procs []*proc // in start order
 }
 
 // Node starts this package's node on first use and returns it. Only a
@@ -268,8 +268,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 		if exec.CommandContext(ctx, "ctr", "-a", n.ContainerdSocket, "version").Run() == nil {
 			return nil
 		}
-		if cmd.ProcessState != nil {
-			return fmt.Errorf("containerd exited: %s: %s", cmd.ProcessState, n.env.logTail("node/containerd.log"))
+		if state, exited := cmd.exited(); exited {
+			return fmt.Errorf("containerd exited: %s: %s", state, n.env.logTail("node/containerd.log"))
 		}
 		select {
 		case <-ctx.Done():

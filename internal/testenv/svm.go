@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os/exec"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -182,7 +182,7 @@ var errExited = errors.New("exited")
 // serving certificate (loopback only; the path is allowed without
 // authentication) until it answers ok: the component offers no watch for
 // its own readiness.
-func waitHealthz(ctx context.Context, cmd *exec.Cmd, url string, limit time.Duration) error {
+func waitHealthz(ctx context.Context, p *proc, url string, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	client := &http.Client{
@@ -196,8 +196,8 @@ func waitHealthz(ctx context.Context, cmd *exec.Cmd, url string, limit time.Dura
 		if last == nil {
 			return nil
 		}
-		if cmd.ProcessState != nil {
-			return fmt.Errorf("%w: %s", errExited, cmd.ProcessState)
+		if state, exited := p.exited(); exited {
+			return fmt.Errorf("%w: %s", errExited, state)
 		}
 		select {
 		case <-ctx.Done():
@@ -218,7 +218,7 @@ func healthzOnce(ctx context.Context, client *http.Client, url string) error {
 	}
 	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode != http.StatusOK || string(body) != "ok" {
+	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != "ok" { // etcd ends it with a newline
 		return fmt.Errorf("%s: %s", resp.Status, body)
 	}
 	return nil

@@ -55,15 +55,15 @@ type Env struct {
 
 	binary    string
 	apiArgs   []string
-	etcd      *exec.Cmd
-	apiserver *exec.Cmd
+	etcd      *proc
+	apiserver *proc
 
-	controllers     *exec.Cmd // kube-controller-manager, namespace controller only (no node)
+	controllers     *proc // kube-controller-manager, namespace controller only (no node)
 	controllersPort int
 
 	migratorMu sync.Mutex
-	migrator   *exec.Cmd // kube-controller-manager running the storage version migrator, on demand
-	stopNudger func()    // ends nudgeQueuedMigrations
+	migrator   *proc  // kube-controller-manager running the storage version migrator, on demand
+	stopNudger func() // ends nudgeQueuedMigrations
 
 	ca       *keyPair
 	forNode  bool // started by MainWithNode, in the node's namespaces
@@ -124,12 +124,7 @@ func (e *Env) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	e.EtcdEndpoint = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
-	e.etcd, err = e.spawn("etcd.log", "etcd",
-		"--data-dir="+filepath.Join(e.Dir, "etcd"),
-		"--listen-client-url="+e.EtcdEndpoint,
-		fmt.Sprintf("--listen-peer-url=http://127.0.0.1:%d", ports[1]))
-	if err != nil {
+	if err := e.startEtcd(ctx, ports[:2]); err != nil {
 		return err
 	}
 
@@ -207,6 +202,35 @@ resources:
 	return e.startControllers(ctx)
 }
 
+// startEtcd starts etcd on a client and a peer port and waits until it
+// answers /readyz, so that kube-apiserver never starts against an etcd
+// that is not there. One that exits while starting is started again on
+// ports picked anew (onFreePorts), as kube-apiserver is: make test starts
+// a dozen control planes within seconds, and one of them lost its etcd
+// port so (2026-12-06, a trial of an earlier-starting pool). A retry
+// starts from an empty data directory.
+func (e *Env) startEtcd(ctx context.Context, ports []int) error {
+	return onFreePorts(ports, func(ports []int) error {
+		e.EtcdEndpoint = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+		if err := os.RemoveAll(filepath.Join(e.Dir, "etcd")); err != nil {
+			return err
+		}
+		var err error
+		e.etcd, err = e.spawn("etcd.log", "etcd",
+			"--data-dir="+filepath.Join(e.Dir, "etcd"),
+			"--listen-client-url="+e.EtcdEndpoint,
+			fmt.Sprintf("--listen-peer-url=http://127.0.0.1:%d", ports[1]))
+		if err != nil {
+			return err
+		}
+		if err := waitHealthz(ctx, e.etcd, e.EtcdEndpoint+"/readyz", 60*time.Second); err != nil {
+			stop(e.etcd)
+			return fmt.Errorf("etcd: %w; log: %s", err, e.logTail("etcd.log"))
+		}
+		return nil
+	})
+}
+
 // startControllers starts kube-controller-manager with the namespace
 // controller and waits until it answers /healthz. Once running it rides
 // out an API server outage, but it exits when the API server is down
@@ -222,8 +246,8 @@ resources:
 // and its log was gone with the scratch directory: the error now carries
 // the log's tail.
 func (e *Env) startControllers(ctx context.Context) error {
-	return onFreePort(e.controllersPort, func(port int) error {
-		e.controllersPort = port
+	return onFreePorts([]int{e.controllersPort}, func(ports []int) error {
+		e.controllersPort = ports[0]
 		if err := e.startControllersOnce(ctx); err != nil {
 			return fmt.Errorf("kube-controller-manager (namespace controller): %w; log: %s", err, e.logTail("kube-controller-manager.log"))
 		}
@@ -231,22 +255,22 @@ func (e *Env) startControllers(ctx context.Context) error {
 	})
 }
 
-// onFreePort calls start with port and, while start fails because the
-// component exited while starting (errExited), again with a port picked
-// anew, three calls at most: the port was free when it was picked, and
-// another process can bind it before the component does.
-func onFreePort(port int, start func(port int) error) error {
+// onFreePorts calls start with ports and, while start fails because the
+// component exited while starting (errExited), again with as many ports
+// picked anew, three calls at most: a port was free when it was picked,
+// and another process can bind it before the component does.
+func onFreePorts(ports []int, start func(ports []int) error) error {
 	const attempts = 3
 	for attempt := 1; ; attempt++ {
-		err := start(port)
+		err := start(ports)
 		if err == nil || !errors.Is(err, errExited) || attempt == attempts {
 			return err
 		}
-		ports, perr := devenv.FreePorts(1)
+		fresh, perr := devenv.FreePorts(len(ports))
 		if perr != nil {
 			return errors.Join(err, perr)
 		}
-		port = ports[0]
+		ports = fresh
 	}
 }
 
@@ -268,7 +292,7 @@ func (e *Env) startControllersOnce(ctx context.Context) error {
 }
 
 // startFirstAPIServer starts kube-apiserver on port the first time, and
-// again on a port picked anew when it exits while starting (onFreePort),
+// again on a port picked anew when it exits while starting (onFreePorts),
 // as kube-controller-manager is (startControllers). scripts/test-acc.sh starts seven control planes
 // within a second, and one of them lost its port so (make test,
 // 2026-12-06, the isolated shard under Terraform 1.5.7: "bind: address
@@ -276,9 +300,9 @@ func (e *Env) startControllersOnce(ctx context.Context) error {
 // restart (RestartAPIServer) binds the port its clients know.
 func (e *Env) startFirstAPIServer(ctx context.Context, port int) error {
 	args := e.apiArgs
-	return onFreePort(port, func(port int) error {
-		e.Host = fmt.Sprintf("https://127.0.0.1:%d", port)
-		e.apiArgs = append(slices.Clip(args), "--secure-port="+strconv.Itoa(port))
+	return onFreePorts([]int{port}, func(ports []int) error {
+		e.Host = fmt.Sprintf("https://127.0.0.1:%d", ports[0])
+		e.apiArgs = append(slices.Clip(args), "--secure-port="+strconv.Itoa(ports[0]))
 		return e.startAPIServer(ctx)
 	})
 }
@@ -350,13 +374,32 @@ func (e *Env) Stop() {
 	}
 }
 
-func (e *Env) spawn(logName string, args ...string) (*exec.Cmd, error) {
+func (e *Env) spawn(logName string, args ...string) (*proc, error) {
 	return e.spawnProgram(logName, e.binary, args...)
+}
+
+// proc is a control-plane or node process the test bed started: its
+// command and a channel closed once it has exited (cmd.Wait returned).
+// Whether it still runs is read from done, never from cmd.ProcessState,
+// which the goroutine waiting for it writes.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// exited reports whether p has exited and, if so, how.
+func (p *proc) exited() (string, bool) {
+	select {
+	case <-p.done:
+		return p.cmd.ProcessState.String(), true
+	default:
+		return "", false
+	}
 }
 
 // spawnProgram starts path with args, its output appended to logName in
 // the scratch directory.
-func (e *Env) spawnProgram(logName, path string, args ...string) (*exec.Cmd, error) {
+func (e *Env) spawnProgram(logName, path string, args ...string) (*proc, error) {
 	logFile, err := os.OpenFile(filepath.Join(e.Dir, logName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
@@ -373,23 +416,24 @@ func (e *Env) spawnProgram(logName, path string, args ...string) (*exec.Cmd, err
 		_ = logFile.Close()
 		return nil, fmt.Errorf("start %s %s: %w", path, args[0], err)
 	}
-	go func() { _ = cmd.Wait(); _ = logFile.Close() }()
-	return cmd, nil
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); _ = logFile.Close(); close(p.done) }()
+	return p, nil
 }
 
-func stop(cmd *exec.Cmd) {
-	if cmd == nil || cmd.Process == nil {
+// stop sends p SIGTERM and waits for it to exit, stopGrace at most, then
+// kills it.
+func stop(p *proc) {
+	if p == nil {
 		return
 	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	deadline := time.Now().Add(stopGrace)
-	for time.Now().Before(deadline) {
-		if cmd.Process.Signal(syscall.Signal(0)) != nil {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(stopGrace):
+		_ = p.cmd.Process.Kill()
+		<-p.done
 	}
-	_ = cmd.Process.Kill()
 }
 
 // waitReady polls /readyz: the API server offers no watch for its own
@@ -408,8 +452,8 @@ func (e *Env) waitReady(ctx context.Context, limit time.Duration) error {
 			return nil
 		}
 		last = err
-		if e.apiserver.ProcessState != nil {
-			return fmt.Errorf("kube-apiserver %w: %s; log: %s", errExited, e.apiserver.ProcessState, e.logTail("apiserver.log"))
+		if state, exited := e.apiserver.exited(); exited {
+			return fmt.Errorf("kube-apiserver %w: %s; log: %s", errExited, state, e.logTail("apiserver.log"))
 		}
 		select {
 		case <-ctx.Done():
