@@ -18,15 +18,10 @@ import (
 // port and succeed, and the first attempt's failure must be in its log.
 func TestControllersStartAgainOnATakenPort(t *testing.T) {
 	running, port := env.controllers, env.controllersPort
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = taken.Close() }()
-	takenPort := taken.Addr().(*net.TCPAddr).Port
+	takenPort := takePort(t)
 	env.controllersPort = takenPort
 
-	err = env.startControllers(t.Context())
+	err := env.startControllers(t.Context())
 	started := env.controllers
 	// The package's own controller manager stays the one its other tests
 	// use; the one started here is stopped.
@@ -41,6 +36,18 @@ func TestControllersStartAgainOnATakenPort(t *testing.T) {
 		t.Fatalf("kube-controller-manager answered on port %d, which this test holds", takenPort)
 	}
 	checkBindFailureLogged(t, filepath.Join(env.Dir, "kube-controller-manager.log"), takenPort)
+}
+
+// takePort listens on a free loopback port until t ends and returns it:
+// a port another process bound between devenv.FreePorts and the bind.
+func takePort(t *testing.T) int {
+	t.Helper()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = taken.Close() })
+	return taken.Addr().(*net.TCPAddr).Port
 }
 
 // checkBindFailureLogged fails t unless the log at path holds the failed
@@ -64,12 +71,7 @@ func checkBindFailureLogged(t *testing.T, path string, port int) {
 // in its log. The second API server serves the package's etcd, as an HA
 // pair would, and is stopped at the end.
 func TestAPIServerStartsAgainOnATakenPort(t *testing.T) {
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = taken.Close() }()
-	takenPort := taken.Addr().(*net.TCPAddr).Port
+	takenPort := takePort(t)
 	args := slices.DeleteFunc(slices.Clone(env.apiArgs), func(a string) bool { return strings.HasPrefix(a, "--secure-port=") })
 	second := &Env{Dir: t.TempDir(), binary: env.binary, lean: env.lean, CAPEM: env.CAPEM, Token: env.Token, apiArgs: args}
 	t.Cleanup(func() { stop(second.apiserver) })
@@ -88,12 +90,7 @@ func TestAPIServerStartsAgainOnATakenPort(t *testing.T) {
 // /readyz there, and keep the first attempt's failure in its log. The
 // second etcd is stopped at the end.
 func TestEtcdStartsAgainOnATakenPort(t *testing.T) {
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = taken.Close() }()
-	takenPort := taken.Addr().(*net.TCPAddr).Port
+	takenPort := takePort(t)
 	peer, err := devenv.FreePorts(1)
 	if err != nil {
 		t.Fatal(err)
