@@ -2,7 +2,7 @@
 # Runs Go test packages as `go test -count=1` does, from test binaries kept
 # in build/test, so that a run over an unchanged tree links nothing.
 #
-#   scripts/go-test.sh [-c] [-p N] [-run RE] [-skip RE] [-timeout D] package...
+#   scripts/go-test.sh [-c] [-p N] [-run RE] [-skip RE] [-timeout D] [-no-skips] package...
 #
 # go test links every package's test binary again on each -count=1 run:
 # linking the 35 test binaries of make unit, integration, node and acc took
@@ -20,15 +20,20 @@
 # from there), or, for an element two packages of the module share,
 # build/test/<package directory, / as _>/<element>.test.
 #
+# -no-skips fails a package in which any test skipped itself (t.Skip),
+# naming it: make integration and make node run tests on real parts, and a
+# test that skips there is not coverage (make unit keeps go test's default,
+# where a skip passes: a test of an ELF binary skips off Linux).
+#
 # go test's own vet step is not run: make lint runs go vet on every package.
 # Portable: bash 3.2 and BSD tools.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 usage() {
-  echo "usage: $0 [-c] [-p N] [-run RE] [-skip RE] [-timeout D] package..." >&2
+  echo "usage: $0 [-c] [-p N] [-run RE] [-skip RE] [-timeout D] [-no-skips] package..." >&2
   exit 2
 }
-build_only='' jobs=2 run='' skip='' timeout=10m
+build_only='' jobs=2 run='' skip='' timeout=10m no_skips=
 while [ $# -gt 0 ]; do
   case "$1" in
   -c) build_only=1 ;;
@@ -36,6 +41,7 @@ while [ $# -gt 0 ]; do
   -run) run=${2?}; shift ;;
   -skip) skip=${2?}; shift ;;
   -timeout) timeout=${2:?}; shift ;;
+  -no-skips) no_skips=1 ;;
   -*) usage ;;
   *) break ;;
   esac
@@ -89,10 +95,15 @@ run_one() {
   log="$tmp/$(printf '%s' "$pkg" | tr / _).log"
   [ -z "$run" ] || args+=(-test.run "$run")
   [ -z "$skip" ] || args+=(-test.skip "$skip")
+  [ -z "$no_skips" ] || args+=(-test.v) # the SKIP lines
   started=$SECONDS
   rc=0
   (cd "$dir" && "$root/$bin" -test.paniconexit0 -test.count=1 -test.timeout "$timeout" ${args[@]+"${args[@]}"}) \
     >"$log" 2>&1 </dev/null || rc=$?
+  if [ "$rc" -eq 0 ] && [ -n "$no_skips" ] && grep -q -- '--- SKIP' "$log"; then
+    echo "$pkg: a test skipped itself; on real parts a skip is not coverage (fix what it needs, or move it to make unit)"
+    rc=1
+  fi
   if [ "$rc" -eq 0 ]; then
     printf 'ok  \t%s\t%ss\n' "$pkg" "$((SECONDS - started))"
   else
@@ -103,7 +114,7 @@ run_one() {
 }
 root=$PWD
 export -f run_one
-export tmp root run skip timeout
+export tmp root run skip timeout no_skips
 : >"$tmp/jobs"
 status=0
 while IFS='	' read -r pkg dir tests; do
