@@ -134,6 +134,25 @@ cli_env() {
 # reconciler pods on the real node to prove the default memory_limit holds:
 # what it measures is the pod, not the CLI, and it costs minutes of CPU, so
 # it runs once, in the terraform-latest pass.
+# The newest Terraform's pass runs what needs it (the provider functions),
+# TestAccPod_reconcilerDocumentedMaximum (above), and one lifecycle test of
+# each resource, data source and the provider (create, update, import,
+# drift, destroy under the newest CLI): the whole suite runs under 1.5.7,
+# the oldest supported, and OpenTofu, and the newest CLI's parse of every
+# example and module is examples-check's. A full third pass was a third of
+# make test's CPU (BENCHMARKS.md, "The newest Terraform's pass, narrowed").
+# KMSHEALTH_ACC_LATEST=all runs every test under it; KMSHEALTH_ACC_RUN
+# narrows every pass alike.
+latest_tests=(APIServiceCABundle_secretSource APIServiceCABundle_inline
+  WebhookCABundle_validatingNamedInline WebhookCABundle_crdConversion
+  TLSProfile_static RBACProxySidecar_deployment Reconciler_basic
+  Reconciler_update Reporter_basic KMSPluginHealth_healthy
+  KMSKeyUsage_forbidden KMSReencryption_gate Provider_explicitAttributes)
+latest_run="^TestAcc(Function_.*|$(IFS='|'; echo "${latest_tests[*]}"))\$"
+latest_pod_run='^TestAccPod_reconcilerDocumentedMaximum$'
+narrow() {
+  [ "$1" = terraform-latest ] && [ -z "${KMSHEALTH_ACC_RUN:-}" ] && [ "${KMSHEALTH_ACC_LATEST:-}" != all ]
+}
 skip_for() {
   case "$1" in
   terraform) echo '^TestAccFunction|^TestAccModule_tofuTest$|^TestAccPod_reconcilerDocumentedMaximum$' ;;
@@ -144,7 +163,13 @@ skip_for() {
 note_for() {
   case "$1" in
   terraform) echo " (TestAccFunction_* not run: $(cat "$tmp/$1/version") has no provider functions; they run under terraform-latest and tofu; TestAccModule_tofuTest runs in the tofu pass, TestAccPod_reconcilerDocumentedMaximum in the terraform-latest pass)" ;;
-  terraform-latest) echo " (TestAccModule_tofuTest runs in the tofu pass)" ;;
+  terraform-latest)
+    if narrow "$1"; then
+      echo " (the provider functions, TestAccPod_reconcilerDocumentedMaximum and one lifecycle test of each resource, data source and the provider; every test runs under Terraform 1.5.7 and OpenTofu; KMSHEALTH_ACC_LATEST=all runs them all here too)"
+    else
+      echo " (TestAccModule_tofuTest runs in the tofu pass)"
+    fi
+    ;;
   tofu) echo " (TestAccPod_reconcilerDocumentedMaximum runs in the terraform-latest pass)" ;;
   esac
 }
@@ -214,15 +239,20 @@ run=${KMSHEALTH_ACC_RUN:-^TestAcc}
 # tests include TestAccPod_reconcilerDocumentedMaximum.
 est() {
   case "$2" in
-  main) echo 290 ;;
+  main) if narrow "$1"; then echo 60; else echo 290; fi ;;
   isolated) echo 200 ;;
-  ./internal/provider/podtest) if [ "$1" = terraform-latest ]; then echo 235; else echo 110; fi ;;
+  ./internal/provider/podtest) if narrow "$1"; then echo 140; elif [ "$1" = terraform-latest ]; then echo 235; else echo 110; fi ;;
   plan:*) echo 8 ;;
   *) echo 70 ;;
   esac
 }
 jobs=()
 for cli in "$@"; do
+  if narrow "$cli"; then
+    jobs+=("$cli main" "$cli ./internal/provider/podtest")
+    for p in "${plan_pkgs[@]}"; do jobs+=("$cli plan:$p"); done
+    continue
+  fi
   jobs+=("$cli main")
   [ -n "${KMSHEALTH_ACC_RUN:-}" ] || jobs+=("$cli isolated")
   for p in "${pkgs[@]}"; do
@@ -266,7 +296,9 @@ job() {
   cli_env "$cli"
   case "$shard" in
   main)
-    if [ -n "${KMSHEALTH_ACC_RUN:-}" ]; then
+    if narrow "$cli"; then
+      run_pkg ./internal/provider "$latest_run" "$skip" "$cli" "$name" || rc=1
+    elif [ -n "${KMSHEALTH_ACC_RUN:-}" ]; then
       run_pkg ./internal/provider "$run" "$skip" "$cli" "$name" || rc=1
     else
       run_pkg ./internal/provider "$run" "${skip:+$skip|}$isolated_run" "$cli" "$name" || rc=1
@@ -284,7 +316,11 @@ job() {
       echo 1 >"$tmp/$cli/rc.$name"
       return
     fi
-    run_pkg "$shard" "$run" "$skip" "$cli" "$name" || rc=1
+    if narrow "$cli"; then
+      run_pkg "$shard" "$latest_pod_run" "$skip" "$cli" "$name" || rc=1
+    else
+      run_pkg "$shard" "$run" "$skip" "$cli" "$name" || rc=1
+    fi
     ;;
   esac
   echo "$rc" >"$tmp/$cli/rc.$name"
@@ -380,7 +416,20 @@ for cli in "$@"; do
   cat "$tmp/$cli/plan" >>"$tmp/$cli/log"
   failed_jobs=$(grep -L '^0$' "$tmp/$cli"/rc.* | wc -l)
   iso_passed=$(grep -c '^--- PASS: TestAcc' "$tmp/$cli/log.provider-isolated" 2>/dev/null)
-  if [ -z "${KMSHEALTH_ACC_RUN:-}" ] && [ "${iso_passed:-0}" -ne "${#isolated[@]}" ]; then
+  if narrow "$cli"; then
+    # Every named test must have passed (a renamed one would otherwise run
+    # nowhere under the newest CLI), and the functions at least once.
+    for t in "${latest_tests[@]}" Pod_reconcilerDocumentedMaximum; do
+      if ! grep -q "^--- PASS: TestAcc$t " "$tmp/$cli/log"; then
+        echo "TestAcc$t did not pass under $cli (it is in test-acc.sh's latest_tests)" >>"$tmp/$cli/log"
+        failed_jobs=$((failed_jobs + 1))
+      fi
+    done
+    if ! grep -q '^--- PASS: TestAccFunction_' "$tmp/$cli/log"; then
+      echo "no TestAccFunction_ test passed under $cli" >>"$tmp/$cli/log"
+      failed_jobs=$((failed_jobs + 1))
+    fi
+  elif [ -z "${KMSHEALTH_ACC_RUN:-}" ] && [ "${iso_passed:-0}" -ne "${#isolated[@]}" ]; then
     echo "the isolated shard did not pass its ${#isolated[@]} tests ($isolated_run)" >>"$tmp/$cli/log"
     failed_jobs=$((failed_jobs + 1))
   fi
