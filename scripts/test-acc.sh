@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs every TestAcc* once under one CLI (terraform = 1.5.7, the oldest
-# supported; terraform-latest = the newest 1.x; tofu = OpenTofu) against the real
-# test API server, prints a one-line summary, and fails when a test failed,
-# when none ran, or when any was skipped: skipped acceptance tests are not
-# coverage.
+# supported; tofu = OpenTofu; terraform-latest = the newest 1.x, which runs
+# its share: latest_tests below) against the real test API server, prints a
+# one-line summary, and fails when a test failed, when none ran, or when any
+# was skipped: skipped acceptance tests are not coverage.
 #
 # Given several CLIs (scripts/test-acc.sh terraform terraform-latest tofu),
 # it runs their passes' jobs from one pool (below) and prints each pass's
@@ -140,7 +140,7 @@ cli_env() {
 # drift, destroy under the newest CLI): the whole suite runs under 1.5.7,
 # the oldest supported, and OpenTofu, and the newest CLI's parse of every
 # example and module is examples-check's. A full third pass was a third of
-# make test's CPU (BENCHMARKS.md, "The newest Terraform's pass, narrowed").
+# make test's CPU (BENCHMARKS.md, "The newest Terraform's share").
 # KMSHEALTH_ACC_LATEST=all runs every test under it; KMSHEALTH_ACC_RUN
 # narrows every pass alike.
 latest_tests=(APIServiceCABundle_secretSource APIServiceCABundle_inline
