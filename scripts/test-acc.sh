@@ -149,7 +149,8 @@ latest_tests=(APIServiceCABundle_secretSource APIServiceCABundle_inline
   Reconciler_update Reporter_basic KMSPluginHealth_healthy
   KMSKeyUsage_forbidden KMSReencryption_gate Provider_explicitAttributes)
 latest_run="^TestAcc(Function_.*|$(IFS='|'; echo "${latest_tests[*]}"))\$"
-latest_pod_run='^TestAccPod_reconcilerDocumentedMaximum$'
+latest_pod_test=Pod_reconcilerDocumentedMaximum # its package's only test under the newest CLI
+latest_pod_run="^TestAcc$latest_pod_test\$"
 narrow() {
   [ "$1" = terraform-latest ] && [ -z "${KMSHEALTH_ACC_RUN:-}" ] && [ "${KMSHEALTH_ACC_LATEST:-}" != all ]
 }
@@ -419,7 +420,7 @@ for cli in "$@"; do
   if narrow "$cli"; then
     # Every named test must have passed (a renamed one would otherwise run
     # nowhere under the newest CLI), and the functions at least once.
-    for t in "${latest_tests[@]}" Pod_reconcilerDocumentedMaximum; do
+    for t in "${latest_tests[@]}" "$latest_pod_test"; do
       if ! grep -q "^--- PASS: TestAcc$t " "$tmp/$cli/log"; then
         echo "TestAcc$t did not pass under $cli (it is in test-acc.sh's latest_tests)" >>"$tmp/$cli/log"
         failed_jobs=$((failed_jobs + 1))
