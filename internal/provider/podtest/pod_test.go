@@ -143,25 +143,56 @@ func checkHardened(node *testenv.Node, namespace string, selector map[string]str
 // need not exist: only the object matters) and deletes it at the end.
 func createAPIService(t *testing.T, group string) string {
 	t.Helper()
+	return createAPIServices(t, "", []string{group})[0]
+}
+
+// createAPIServices creates an aggregated APIService v1.<group> for each
+// of groups, labelled set=<set> when set is not empty, and deletes them at
+// the end: a labelled set with one DeleteCollection, so that the documented
+// maximum's thousand are one request, not a thousand.
+func createAPIServices(t *testing.T, set string, groups []string) []string {
+	t.Helper()
 	c := aggregator.NewForConfigOrDie(env.RESTConfig()).ApiregistrationV1().APIServices()
 	port := int32(443)
-	svc := &apiregv1.APIService{
-		ObjectMeta: metav1.ObjectMeta{Name: "v1." + group},
-		Spec: apiregv1.APIServiceSpec{
-			Group: group, Version: "v1", GroupPriorityMinimum: 1000, VersionPriority: 15,
-			Service: &apiregv1.ServiceReference{Namespace: "default", Name: "api", Port: &port},
-		},
+	var labels map[string]string
+	if set != "" {
+		labels = map[string]string{apiServiceSetLabel: set}
 	}
-	if _, err := c.Create(context.Background(), svc, metav1.CreateOptions{FieldManager: "installer"}); err != nil {
-		t.Fatalf("create APIService: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := c.Delete(context.Background(), svc.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("delete APIService %s: %v", svc.Name, err)
+	names := make([]string, len(groups))
+	for i, group := range groups {
+		svc := &apiregv1.APIService{
+			ObjectMeta: metav1.ObjectMeta{Name: "v1." + group, Labels: labels},
+			Spec: apiregv1.APIServiceSpec{
+				Group: group, Version: "v1", GroupPriorityMinimum: 1000, VersionPriority: 15,
+				Service: &apiregv1.ServiceReference{Namespace: "default", Name: "api", Port: &port},
+			},
 		}
-	})
-	return svc.Name
+		if _, err := c.Create(context.Background(), svc, metav1.CreateOptions{FieldManager: "installer"}); err != nil {
+			t.Fatalf("create APIService: %v", err)
+		}
+		names[i] = svc.Name
+		if set == "" {
+			t.Cleanup(func() {
+				if err := c.Delete(context.Background(), svc.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+					t.Errorf("delete APIService %s: %v", svc.Name, err)
+				}
+			})
+		}
+	}
+	if set != "" {
+		t.Cleanup(func() {
+			sel := metav1.ListOptions{LabelSelector: apiServiceSetLabel + "=" + set}
+			if err := c.DeleteCollection(context.Background(), metav1.DeleteOptions{}, sel); err != nil {
+				t.Errorf("delete the APIServices labelled %s: %v", sel.LabelSelector, err)
+			}
+		})
+	}
+	return names
 }
+
+// apiServiceSetLabel labels the APIServices createAPIServices creates as
+// one set.
+const apiServiceSetLabel = "podtest.kmshealth.test/set"
 
 // checkDriftRestored has someone else overwrite the APIService's caBundle
 // and watches until the reconciler pod has put the managed one back.

@@ -49,16 +49,17 @@ func TestAccPod_reconcilerDocumentedMaximum(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := make([]string, documentedMaxKept)
-	for i := range names {
+	groups := make([]string, documentedMaxKept)
+	for i := range groups {
 		if _, err := core.ConfigMaps(srcNS).Create(ctx, &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ca-%d", i)},
 			Data:       map[string]string{"ca.crt": string(ca)},
 		}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		names[i] = createAPIService(t, fmt.Sprintf("m%d.podmax.example.com", i))
+		groups[i] = fmt.Sprintf("m%d.podmax.example.com", i)
 	}
+	names := createAPIServices(t, "documented-maximum", groups)
 	config := providerBlock() + fmt.Sprintf(`
 resource "kmshealth_reconciler" "this" {
   namespace  = %q
