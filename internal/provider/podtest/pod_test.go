@@ -157,6 +157,14 @@ func createAPIServices(t *testing.T, set string, groups []string) []string {
 	var labels map[string]string
 	if set != "" {
 		labels = map[string]string{apiServiceSetLabel: set}
+		// Registered before the first create, so that a create failing
+		// half-way still deletes the ones before it.
+		t.Cleanup(func() {
+			sel := metav1.ListOptions{LabelSelector: apiServiceSetLabel + "=" + set}
+			if err := c.DeleteCollection(context.Background(), metav1.DeleteOptions{}, sel); err != nil {
+				t.Errorf("delete the APIServices labelled %s: %v", sel.LabelSelector, err)
+			}
+		})
 	}
 	names := make([]string, len(groups))
 	for i, group := range groups {
@@ -178,14 +186,6 @@ func createAPIServices(t *testing.T, set string, groups []string) []string {
 				}
 			})
 		}
-	}
-	if set != "" {
-		t.Cleanup(func() {
-			sel := metav1.ListOptions{LabelSelector: apiServiceSetLabel + "=" + set}
-			if err := c.DeleteCollection(context.Background(), metav1.DeleteOptions{}, sel); err != nil {
-				t.Errorf("delete the APIServices labelled %s: %v", sel.LabelSelector, err)
-			}
-		})
 	}
 	return names
 }
