@@ -15,6 +15,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	apiregclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset/typed/apiregistration/v1"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reconcilerinstall"
@@ -80,8 +82,8 @@ var caBundlesAttribute = reconcilerPatternAttribute{
 // about each kept APIService whose caBundle is owned by server-side apply
 // of other field managers only (a kmshealth_apiservice_cabundle with
 // another field_manager): the reconciler and it would take the field from
-// each other. One GET per kept APIService, and only then: a plan that
-// changes neither costs nothing.
+// each other. It reads the kept APIServices only then (liveAPIServices): a
+// plan that changes neither costs nothing.
 func (r *reconcilerResource) warnFieldManager(ctx context.Context, plan, state *reconcilerModel, diags *diag.Diagnostics) {
 	if plan.FieldManager.IsUnknown() || plan.CABundles.IsUnknown() || !r.clients.Known() ||
 		(state != nil && state.FieldManager.Equal(plan.FieldManager) && state.CABundles.Equal(plan.CABundles)) {
@@ -92,16 +94,47 @@ func (r *reconcilerResource) warnFieldManager(ctx context.Context, plan, state *
 		return // the apply reports the connection
 	}
 	manager := plan.FieldManager.ValueString()
-	for _, apiservice := range slices.Sorted(maps.Keys(plan.CABundles.Elements())) {
-		live, err := agg.ApiregistrationV1().APIServices().Get(ctx, apiservice, metav1.GetOptions{})
-		if err != nil {
+	names := slices.Sorted(maps.Keys(plan.CABundles.Elements()))
+	live := liveAPIServices(ctx, agg.ApiregistrationV1().APIServices(), names)
+	for _, apiservice := range names {
+		a, ok := live[apiservice]
+		if !ok {
 			continue // not there yet, or unreadable: nothing to compare
 		}
-		if owners := cabundle.BundleOwners(live); len(owners) > 0 && !slices.Contains(owners, manager) {
+		if owners := cabundle.BundleOwners(a); len(owners) > 0 && !slices.Contains(owners, manager) {
 			diags.AddAttributeWarning(path.Root("field_manager"), "Another field manager owns a caBundle this reconciler keeps",
 				fmt.Sprintf("spec.caBundle of APIService %q is owned by the field manager(s) %q, but the reconciler writes as %q: each would take the "+
 					"field from the other and every plan would show drift. Set field_manager to the field_manager of the kmshealth_apiservice_cabundle "+
 					"that manages %q (or the other way round).", apiservice, owners, manager, apiservice))
 		}
 	}
+}
+
+// liveAPIServices returns those of the APIServices names that it can read,
+// by name. Several are read with one LIST (APIServices are not secret, and a
+// cluster has a few hundred at most), so a plan keeping 1,000 costs one
+// request, not 1,000 through the client's rate limit; one, or credentials
+// that may get but not list them, cost one GET each.
+func liveAPIServices(ctx context.Context, c apiregclient.APIServiceInterface, names []string) map[string]*apiregv1.APIService {
+	live := make(map[string]*apiregv1.APIService, len(names))
+	if len(names) > 1 {
+		if list, err := c.List(ctx, metav1.ListOptions{}); err == nil {
+			kept := make(map[string]bool, len(names))
+			for _, name := range names {
+				kept[name] = true
+			}
+			for i := range list.Items {
+				if kept[list.Items[i].Name] {
+					live[list.Items[i].Name] = &list.Items[i]
+				}
+			}
+			return live
+		}
+	}
+	for _, name := range names {
+		if a, err := c.Get(ctx, name, metav1.GetOptions{}); err == nil {
+			live[name] = a
+		}
+	}
+	return live
 }
