@@ -61,7 +61,7 @@ func isolate() error {
 	}
 	cmd := exec.Command("/proc/self/exe", os.Args[1:]...)
 	cmd.Args[0] = os.Args[0]
-	cmd.Env = append(os.Environ(), isolatedEnv+"="+root, "TMPDIR="+scratch)
+	cmd.Env = append(os.Environ(), isolatedEnv+"="+root, "TMPDIR="+scratch, logsDirEnv+"="+os.TempDir())
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWNET,

@@ -53,6 +53,7 @@ func mainWith(m *testing.M, set func(*Env), forNode bool) {
 	}
 	set(env)
 	code := m.Run()
+	env.report(os.Stderr, code != 0)
 	env.Stop()
 	os.Exit(code)
 }

@@ -22,6 +22,7 @@ func MainN(m *testing.M, n int, set func([]*Env)) {
 	set(envs)
 	code := m.Run()
 	for _, e := range envs {
+		e.report(os.Stderr, code != 0)
 		e.Stop()
 	}
 	os.Exit(code)
