@@ -24,6 +24,8 @@ import (
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 	apiregclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset/typed/apiregistration/v1"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 )
 
 // installer stands for whoever installed the aggregated API (Helm,
@@ -71,7 +73,7 @@ func countingConfig() (*rest.Config, *requestLog) {
 	cfg := env.RESTConfig()
 	log := &requestLog{}
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		return kube.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
 			log.add(r)
 			return rt.RoundTrip(r)
 		})
@@ -726,7 +728,7 @@ func hookedAggregator(t *testing.T, hook func(*http.Request)) apiregclient.Apire
 	t.Helper()
 	cfg := env.RESTConfig()
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		return kube.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
 			hook(r)
 			return rt.RoundTrip(r)
 		})

@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube/clientset"
 )
 
@@ -90,7 +91,7 @@ func (r *InlineReader) Wrote(namespace string) {
 // /api/v1/namespaces/<ns>/configmaps) calls Wrote(<ns>) before it is
 // sent: no write path of the process can leave a stale LIST in use.
 func (r *InlineReader) WatchWrites(rt http.RoundTripper) http.RoundTripper {
-	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+	return kube.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		if req.Method != http.MethodGet && req.Method != http.MethodHead {
 			if ns, ok := configMapNamespace(req.URL.Path); ok {
 				r.Wrote(ns)
@@ -99,10 +100,6 @@ func (r *InlineReader) WatchWrites(rt http.RoundTripper) http.RoundTripper {
 		return rt.RoundTrip(req)
 	})
 }
-
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // configMapNamespace returns ns when path is /api/v1/namespaces/ns/configmaps
 // or below it.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/testenv"
 )
 
@@ -37,7 +38,7 @@ func countingCoreFor(t *testing.T, cfg *rest.Config, wrap func(http.RoundTripper
 	t.Helper()
 	log := &requestLog{}
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		logged := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		logged := kube.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
 			log.add(r)
 			return rt.RoundTrip(r)
 		})

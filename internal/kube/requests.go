@@ -11,7 +11,7 @@ import (
 // benchmarks can prove there is no polling.
 func CountRequests(count func(verb, resource string)) func(http.RoundTripper) http.RoundTripper {
 	return func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		return RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			verb := req.Method
 			if w := req.URL.Query().Get("watch"); w == "true" || w == "1" {
 				verb = "WATCH"
@@ -22,9 +22,12 @@ func CountRequests(count func(verb, resource string)) func(http.RoundTripper) ht
 	}
 }
 
-type roundTripperFunc func(*http.Request) (*http.Response, error)
+// RoundTripperFunc is a function that serves as an http.RoundTripper: the
+// one adapter the module's transport wrappers and tests use.
+type RoundTripperFunc func(*http.Request) (*http.Response, error)
 
-func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+// RoundTrip calls f(r).
+func (f RoundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // ResourceOf extracts the resource from an API path:
 // /api/v1/namespaces/ns/secrets/x -> secrets; /apis/g/v/apiservices/x -> apiservices.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 )
 
 // TestPlanImage: an image left out of the configuration becomes the
@@ -101,7 +102,7 @@ func TestReconcilerFieldManagerWarning(t *testing.T) {
 		cfg.Impersonate.UserName = tt.identity
 		var requests []string
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-			return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			return kube.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
 				requests = append(requests, r.Method+" "+strings.TrimPrefix(r.URL.Path, "/apis/apiregistration.k8s.io/v1/apiservices"))
 				return rt.RoundTrip(r)
 			})
@@ -153,7 +154,3 @@ func getOnlyAPIServices(t *testing.T, names []string) string {
 	t.Cleanup(func() { _ = rbac.ClusterRoleBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{}) })
 	return user
 }
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/install"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/kmshealth"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reencrypt"
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/reporterinstall"
 )
@@ -104,7 +105,7 @@ func (w *writes) config() *rest.Config {
 	cfg := rest.CopyConfig(env.RESTConfig())
 	cfg.QPS, cfg.Burst = -1, 0 // no client-side throttling in tests
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripper(func(req *http.Request) (*http.Response, error) {
+		return kube.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			if req.Method == http.MethodPut {
 				w.mu.Lock()
 				w.paths = append(w.paths, req.URL.Path)
@@ -146,10 +147,6 @@ func (w *writes) secrets() []string {
 	}
 	return out
 }
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func secretsPath(ns string) string    { return "/api/v1/namespaces/" + ns + "/secrets/" }
 func configMapsPath(ns string) string { return "/api/v1/namespaces/" + ns + "/configmaps/" }
