@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework/attr"
-
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -44,128 +42,23 @@ type apiServiceCABundleResource struct {
 }
 
 type apiServiceCABundleModel struct {
-	ID                types.String `tfsdk:"id"`
-	APIServiceName    types.String `tfsdk:"apiservice_name"`
-	CABundle          types.String `tfsdk:"ca_bundle"`
-	Source            *sourceModel `tfsdk:"source"`
-	BundleNamespace   types.String `tfsdk:"bundle_namespace"`
-	FieldManager      types.String `tfsdk:"field_manager"`
-	ForceConflicts    types.Bool   `tfsdk:"force_conflicts"`
-	FingerprintSHA256 types.String `tfsdk:"fingerprint_sha256"`
-	CertificateCount  types.Int64  `tfsdk:"certificate_count"`
-	NotAfter          types.String `tfsdk:"not_after"`
-	Certificates      types.List   `tfsdk:"certificates"`
-	CABundleSource    types.String `tfsdk:"ca_bundle_source"`
+	ID             types.String `tfsdk:"id"`
+	APIServiceName types.String `tfsdk:"apiservice_name"`
+	bundleModel
 }
-
-// certificateType is one element of `certificates`.
-var certificateType = types.ObjectType{AttrTypes: map[string]attr.Type{
-	"subject": types.StringType, "issuer": types.StringType, "not_after": types.StringType, "sha256_fingerprint": types.StringType,
-}}
-
-type sourceModel struct {
-	Kind      types.String `tfsdk:"kind"`
-	Namespace types.String `tfsdk:"namespace"`
-	Name      types.String `tfsdk:"name"`
-	Key       types.String `tfsdk:"key"`
-}
-
-// equal reports whether s and o are both absent or hold the same values.
-func (s *sourceModel) equal(o *sourceModel) bool {
-	if s == nil || o == nil {
-		return s == o
-	}
-	return s.Kind.Equal(o.Kind) && s.Namespace.Equal(o.Namespace) && s.Name.Equal(o.Name) && s.Key.Equal(o.Key)
-}
-
-func (m *apiServiceCABundleModel) inline() bool { return m.Source == nil }
 
 // equal reports whether m and o hold the same values, field by field.
 func (m *apiServiceCABundleModel) equal(o *apiServiceCABundleModel) bool {
-	return m.ID.Equal(o.ID) && m.APIServiceName.Equal(o.APIServiceName) && m.CABundle.Equal(o.CABundle) &&
-		m.Source.equal(o.Source) && m.BundleNamespace.Equal(o.BundleNamespace) && m.FieldManager.Equal(o.FieldManager) &&
-		m.ForceConflicts.Equal(o.ForceConflicts) && m.FingerprintSHA256.Equal(o.FingerprintSHA256) &&
-		m.CertificateCount.Equal(o.CertificateCount) && m.NotAfter.Equal(o.NotAfter) && m.Certificates.Equal(o.Certificates) &&
-		m.CABundleSource.Equal(o.CABundleSource)
+	return m.ID.Equal(o.ID) && m.APIServiceName.Equal(o.APIServiceName) && m.bundleModel.equal(&o.bundleModel)
 }
 
 // source is the authoritative object: the user's, or our inline ConfigMap.
 func (m *apiServiceCABundleModel) source() cabundle.Source {
-	if m.inline() {
-		return cabundle.Source{
-			Kind: cabundle.KindConfigMap, Namespace: m.BundleNamespace.ValueString(),
-			Name: cabundle.InlineConfigMapName(m.APIServiceName.ValueString()), Key: cabundle.InlineKey,
-		}
-	}
-	return cabundle.Source{
-		Kind: m.Source.Kind.ValueString(), Namespace: m.Source.Namespace.ValueString(),
-		Name: m.Source.Name.ValueString(), Key: m.Source.Key.ValueString(),
-	}
+	return m.sourceFor(cabundle.InlineConfigMapName(m.APIServiceName.ValueString()))
 }
 
 func (m *apiServiceCABundleModel) sourceKnown() bool {
-	if m.inline() {
-		return !m.BundleNamespace.IsUnknown() && !m.APIServiceName.IsUnknown()
-	}
-	return !m.Source.Kind.IsUnknown() && !m.Source.Namespace.IsUnknown() && !m.Source.Name.IsUnknown() && !m.Source.Key.IsUnknown()
-}
-
-// setBundle fills the computed attributes that describe a bundle.
-func (m *apiServiceCABundleModel) setBundle(bundle []byte, now time.Time) {
-	m.FingerprintSHA256, m.CertificateCount, m.NotAfter, m.Certificates = describeBundle(bundle, now)
-}
-
-// setBundleFrom fills the computed attributes that describe bundle, taking
-// them from prior when prior already describes the same bytes (the same
-// fingerprint): a no-op plan then parses no certificate for them.
-func (m *apiServiceCABundleModel) setBundleFrom(prior *apiServiceCABundleModel, bundle []byte, now time.Time) {
-	if prior != nil && describes(prior.FingerprintSHA256, prior.CertificateCount, prior.NotAfter, prior.Certificates, bundle) {
-		m.FingerprintSHA256, m.CertificateCount, m.NotAfter, m.Certificates = prior.FingerprintSHA256, prior.CertificateCount, prior.NotAfter, prior.Certificates
-		return
-	}
-	m.setBundle(bundle, now)
-}
-
-// describes reports whether the four computed attributes are known and
-// were made by describeBundle from bundle: they are set together, always,
-// so the fingerprint of the same bytes vouches for all four.
-func describes(fingerprint types.String, count types.Int64, notAfter types.String, certificates types.List, bundle []byte) bool {
-	for _, v := range []attr.Value{fingerprint, count, notAfter, certificates} {
-		if v.IsNull() || v.IsUnknown() {
-			return false
-		}
-	}
-	return fingerprint.ValueString() == cabundle.Fingerprint(bundle)
-}
-
-// describeBundle is the computed attributes of every caBundle resource
-// that describe a bundle: fingerprint_sha256, certificate_count,
-// not_after and certificates.
-func describeBundle(bundle []byte, now time.Time) (fingerprint types.String, count types.Int64, notAfter types.String, certificates types.List) {
-	info, _ := cabundle.Inspect(bundle, now)
-	certs := make([]attr.Value, len(info.Certificates))
-	for i, c := range info.Certificates {
-		certs[i] = types.ObjectValueMust(certificateType.AttrTypes, map[string]attr.Value{
-			"subject": types.StringValue(c.Subject), "issuer": types.StringValue(c.Issuer),
-			"not_after": types.StringValue(c.NotAfter.UTC().Format(time.RFC3339)), "sha256_fingerprint": types.StringValue(c.SHA256Fingerprint),
-		})
-	}
-	notAfter = types.StringValue("")
-	if !info.NotAfter.IsZero() {
-		notAfter = types.StringValue(info.NotAfter.UTC().Format(time.RFC3339))
-	}
-	return types.StringValue(info.FingerprintSHA256), types.Int64Value(int64(info.CertificateCount)), notAfter, types.ListValueMust(certificateType, certs)
-}
-
-func (m *apiServiceCABundleModel) setBundleUnknown() {
-	m.Certificates = types.ListUnknown(certificateType)
-	m.FingerprintSHA256 = types.StringUnknown()
-	m.CertificateCount = types.Int64Unknown()
-	m.NotAfter = types.StringUnknown()
-}
-
-func (m *apiServiceCABundleModel) options() cabundle.ApplyOptions {
-	return cabundle.ApplyOptions{FieldManager: m.FieldManager.ValueString(), Force: m.ForceConflicts.ValueBool()}
+	return m.sourceKnownFor(!m.APIServiceName.IsUnknown())
 }
 
 func (r *apiServiceCABundleResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -293,9 +186,11 @@ func (r *apiServiceCABundleResource) modifyPlan(ctx context.Context, req resourc
 		return
 	}
 	var state *apiServiceCABundleModel
+	var prior *bundleModel // nil on create
 	if !req.State.Raw.IsNull() {
 		state = &apiServiceCABundleModel{}
 		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
+		prior = &state.bundleModel
 	}
 	plan.ID = plan.APIServiceName
 	plan.CABundleSource = types.StringUnknown()
@@ -306,7 +201,7 @@ func (r *apiServiceCABundleResource) modifyPlan(ctx context.Context, req resourc
 	switch {
 	case plan.inline() && !plan.CABundle.IsUnknown():
 		// What apply writes: the certificates re-encoded.
-		plan.setBundleFrom(state, cabundle.Canonical([]byte(plan.CABundle.ValueString())), r.now())
+		plan.setBundleFrom(prior, cabundle.Canonical([]byte(plan.CABundle.ValueString())), r.now())
 	case !plan.inline() && plan.sourceKnown() && r.clients.Known():
 		// A source that cannot be read now (not created yet, no connection
 		// configured) is checked at apply time instead.
@@ -338,7 +233,7 @@ func apiServiceInlineIdentity(vals map[string]tftypes.Value) (id, source string,
 	if !okName || !okNamespace {
 		return "", "", false
 	}
-	m := apiServiceCABundleModel{APIServiceName: types.StringValue(name), BundleNamespace: types.StringValue(namespace)}
+	m := apiServiceCABundleModel{APIServiceName: types.StringValue(name), bundleModel: bundleModel{BundleNamespace: types.StringValue(namespace)}}
 	return name, m.source().String(), true
 }
 
@@ -414,7 +309,7 @@ func (r *apiServiceCABundleResource) Read(ctx context.Context, req resource.Read
 	state.ID = types.StringValue(name)
 	state.CABundleSource = types.StringValue(annotation)
 	prior := state // the computed attributes as last described
-	state.setBundleFrom(&prior, live.Spec.CABundle, r.now())
+	state.setBundleFrom(&prior.bundleModel, live.Spec.CABundle, r.now())
 	if state.inline() {
 		held, err := heldIn(ctx, core, ahead, state.source())
 		if err != nil {

@@ -46,23 +46,12 @@ type webhookCABundleResource struct {
 }
 
 type webhookCABundleModel struct {
-	ID                types.String `tfsdk:"id"`
-	Kind              types.String `tfsdk:"kind"`
-	Name              types.String `tfsdk:"name"`
-	Webhooks          types.Set    `tfsdk:"webhooks"`
-	CABundle          types.String `tfsdk:"ca_bundle"`
-	Source            *sourceModel `tfsdk:"source"`
-	BundleNamespace   types.String `tfsdk:"bundle_namespace"`
-	FieldManager      types.String `tfsdk:"field_manager"`
-	ForceConflicts    types.Bool   `tfsdk:"force_conflicts"`
-	FingerprintSHA256 types.String `tfsdk:"fingerprint_sha256"`
-	CertificateCount  types.Int64  `tfsdk:"certificate_count"`
-	NotAfter          types.String `tfsdk:"not_after"`
-	Certificates      types.List   `tfsdk:"certificates"`
-	CABundleSource    types.String `tfsdk:"ca_bundle_source"`
+	ID       types.String `tfsdk:"id"`
+	Kind     types.String `tfsdk:"kind"`
+	Name     types.String `tfsdk:"name"`
+	Webhooks types.Set    `tfsdk:"webhooks"`
+	bundleModel
 }
-
-func (m *webhookCABundleModel) inline() bool { return m.Source == nil }
 
 // target is the object and the webhooks the resource keeps.
 func (m *webhookCABundleModel) target() cabundle.Target {
@@ -78,34 +67,11 @@ func (m *webhookCABundleModel) target() cabundle.Target {
 
 // source is the authoritative object: the user's, or our inline ConfigMap.
 func (m *webhookCABundleModel) source() cabundle.Source {
-	if m.inline() {
-		return cabundle.Source{
-			Kind: cabundle.KindConfigMap, Namespace: m.BundleNamespace.ValueString(),
-			Name: cabundle.TargetInlineConfigMapName(m.target()), Key: cabundle.InlineKey,
-		}
-	}
-	return cabundle.Source{
-		Kind: m.Source.Kind.ValueString(), Namespace: m.Source.Namespace.ValueString(),
-		Name: m.Source.Name.ValueString(), Key: m.Source.Key.ValueString(),
-	}
+	return m.sourceFor(cabundle.TargetInlineConfigMapName(m.target()))
 }
 
 func (m *webhookCABundleModel) sourceKnown() bool {
-	if m.inline() {
-		return !m.BundleNamespace.IsUnknown() && !m.Kind.IsUnknown() && !m.Name.IsUnknown()
-	}
-	return !m.Source.Kind.IsUnknown() && !m.Source.Namespace.IsUnknown() && !m.Source.Name.IsUnknown() && !m.Source.Key.IsUnknown()
-}
-
-func (m *webhookCABundleModel) setBundle(bundle []byte, now time.Time) {
-	m.FingerprintSHA256, m.CertificateCount, m.NotAfter, m.Certificates = describeBundle(bundle, now)
-}
-
-func (m *webhookCABundleModel) setBundleUnknown() {
-	m.Certificates = types.ListUnknown(certificateType)
-	m.FingerprintSHA256 = types.StringUnknown()
-	m.CertificateCount = types.Int64Unknown()
-	m.NotAfter = types.StringUnknown()
+	return m.sourceKnownFor(!m.Kind.IsUnknown() && !m.Name.IsUnknown())
 }
 
 func (r *webhookCABundleResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -272,7 +238,7 @@ func webhookInlineIdentity(vals map[string]tftypes.Value) (id, source string, ok
 	if !okKind || !okName || !okNamespace {
 		return "", "", false
 	}
-	m := webhookCABundleModel{Kind: types.StringValue(kind), Name: types.StringValue(name), BundleNamespace: types.StringValue(namespace), Webhooks: types.SetNull(types.StringType)}
+	m := webhookCABundleModel{Kind: types.StringValue(kind), Name: types.StringValue(name), Webhooks: types.SetNull(types.StringType), bundleModel: bundleModel{BundleNamespace: types.StringValue(namespace)}}
 	if hooks, ok := vals["webhooks"]; ok && !hooks.IsNull() {
 		var elems []tftypes.Value
 		if hooks.As(&elems) != nil {

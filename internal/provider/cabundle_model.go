@@ -1,0 +1,139 @@
+package provider
+
+import (
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+)
+
+// bundleModel is what every caBundle resource's model holds about the
+// bundle rather than the object it goes into: where it comes from
+// (source or inline ca_bundle), how it is written (field_manager,
+// force_conflicts), and the computed attributes that describe the live
+// bytes. The resources embed it by value, as the framework requires; the
+// attributes stay top-level in the schema.
+type bundleModel struct {
+	CABundle          types.String `tfsdk:"ca_bundle"`
+	Source            *sourceModel `tfsdk:"source"`
+	BundleNamespace   types.String `tfsdk:"bundle_namespace"`
+	FieldManager      types.String `tfsdk:"field_manager"`
+	ForceConflicts    types.Bool   `tfsdk:"force_conflicts"`
+	FingerprintSHA256 types.String `tfsdk:"fingerprint_sha256"`
+	CertificateCount  types.Int64  `tfsdk:"certificate_count"`
+	NotAfter          types.String `tfsdk:"not_after"`
+	Certificates      types.List   `tfsdk:"certificates"`
+	CABundleSource    types.String `tfsdk:"ca_bundle_source"`
+}
+
+// certificateType is one element of `certificates`.
+var certificateType = types.ObjectType{AttrTypes: map[string]attr.Type{
+	"subject": types.StringType, "issuer": types.StringType, "not_after": types.StringType, "sha256_fingerprint": types.StringType,
+}}
+
+type sourceModel struct {
+	Kind      types.String `tfsdk:"kind"`
+	Namespace types.String `tfsdk:"namespace"`
+	Name      types.String `tfsdk:"name"`
+	Key       types.String `tfsdk:"key"`
+}
+
+// equal reports whether s and o are both absent or hold the same values.
+func (s *sourceModel) equal(o *sourceModel) bool {
+	if s == nil || o == nil {
+		return s == o
+	}
+	return s.Kind.Equal(o.Kind) && s.Namespace.Equal(o.Namespace) && s.Name.Equal(o.Name) && s.Key.Equal(o.Key)
+}
+
+func (m *bundleModel) inline() bool { return m.Source == nil }
+
+// equal reports whether m and o hold the same values, field by field.
+func (m *bundleModel) equal(o *bundleModel) bool {
+	return m.CABundle.Equal(o.CABundle) && m.Source.equal(o.Source) && m.BundleNamespace.Equal(o.BundleNamespace) &&
+		m.FieldManager.Equal(o.FieldManager) && m.ForceConflicts.Equal(o.ForceConflicts) &&
+		m.FingerprintSHA256.Equal(o.FingerprintSHA256) && m.CertificateCount.Equal(o.CertificateCount) &&
+		m.NotAfter.Equal(o.NotAfter) && m.Certificates.Equal(o.Certificates) && m.CABundleSource.Equal(o.CABundleSource)
+}
+
+// sourceFor is the authoritative object: the user's source, or the inline
+// ConfigMap inlineName (the name the resource derives from its target).
+func (m *bundleModel) sourceFor(inlineName string) cabundle.Source {
+	if m.inline() {
+		return cabundle.Source{Kind: cabundle.KindConfigMap, Namespace: m.BundleNamespace.ValueString(), Name: inlineName, Key: cabundle.InlineKey}
+	}
+	return cabundle.Source{
+		Kind: m.Source.Kind.ValueString(), Namespace: m.Source.Namespace.ValueString(),
+		Name: m.Source.Name.ValueString(), Key: m.Source.Key.ValueString(),
+	}
+}
+
+// sourceKnownFor reports whether sourceFor is known at plan time;
+// targetKnown is whether the attributes that name the inline ConfigMap
+// are.
+func (m *bundleModel) sourceKnownFor(targetKnown bool) bool {
+	if m.inline() {
+		return !m.BundleNamespace.IsUnknown() && targetKnown
+	}
+	return !m.Source.Kind.IsUnknown() && !m.Source.Namespace.IsUnknown() && !m.Source.Name.IsUnknown() && !m.Source.Key.IsUnknown()
+}
+
+// setBundle fills the computed attributes that describe a bundle.
+func (m *bundleModel) setBundle(bundle []byte, now time.Time) {
+	m.FingerprintSHA256, m.CertificateCount, m.NotAfter, m.Certificates = describeBundle(bundle, now)
+}
+
+// setBundleFrom fills the computed attributes that describe bundle, taking
+// them from prior when prior already describes the same bytes (the same
+// fingerprint): a no-op plan then parses no certificate for them.
+func (m *bundleModel) setBundleFrom(prior *bundleModel, bundle []byte, now time.Time) {
+	if prior != nil && prior.describes(bundle) {
+		m.FingerprintSHA256, m.CertificateCount, m.NotAfter, m.Certificates = prior.FingerprintSHA256, prior.CertificateCount, prior.NotAfter, prior.Certificates
+		return
+	}
+	m.setBundle(bundle, now)
+}
+
+// describes reports whether the four computed attributes are known and
+// were made by describeBundle from bundle: they are set together, always,
+// so the fingerprint of the same bytes vouches for all four.
+func (m *bundleModel) describes(bundle []byte) bool {
+	for _, v := range []attr.Value{m.FingerprintSHA256, m.CertificateCount, m.NotAfter, m.Certificates} {
+		if v.IsNull() || v.IsUnknown() {
+			return false
+		}
+	}
+	return m.FingerprintSHA256.ValueString() == cabundle.Fingerprint(bundle)
+}
+
+// describeBundle is the computed attributes of every caBundle resource
+// that describe a bundle: fingerprint_sha256, certificate_count,
+// not_after and certificates.
+func describeBundle(bundle []byte, now time.Time) (fingerprint types.String, count types.Int64, notAfter types.String, certificates types.List) {
+	info, _ := cabundle.Inspect(bundle, now)
+	certs := make([]attr.Value, len(info.Certificates))
+	for i, c := range info.Certificates {
+		certs[i] = types.ObjectValueMust(certificateType.AttrTypes, map[string]attr.Value{
+			"subject": types.StringValue(c.Subject), "issuer": types.StringValue(c.Issuer),
+			"not_after": types.StringValue(c.NotAfter.UTC().Format(time.RFC3339)), "sha256_fingerprint": types.StringValue(c.SHA256Fingerprint),
+		})
+	}
+	notAfter = types.StringValue("")
+	if !info.NotAfter.IsZero() {
+		notAfter = types.StringValue(info.NotAfter.UTC().Format(time.RFC3339))
+	}
+	return types.StringValue(info.FingerprintSHA256), types.Int64Value(int64(info.CertificateCount)), notAfter, types.ListValueMust(certificateType, certs)
+}
+
+func (m *bundleModel) setBundleUnknown() {
+	m.Certificates = types.ListUnknown(certificateType)
+	m.FingerprintSHA256 = types.StringUnknown()
+	m.CertificateCount = types.Int64Unknown()
+	m.NotAfter = types.StringUnknown()
+}
+
+func (m *bundleModel) options() cabundle.ApplyOptions {
+	return cabundle.ApplyOptions{FieldManager: m.FieldManager.ValueString(), Force: m.ForceConflicts.ValueBool()}
+}
