@@ -89,11 +89,19 @@ func (m *bundleModel) setBundle(bundle []byte, now time.Time) {
 // them from prior when prior already describes the same bytes (the same
 // fingerprint): a no-op plan then parses no certificate for them.
 func (m *bundleModel) setBundleFrom(prior *bundleModel, bundle []byte, now time.Time) {
-	if prior != nil && prior.describes(bundle) {
-		m.FingerprintSHA256, m.CertificateCount, m.NotAfter, m.Certificates = prior.FingerprintSHA256, prior.CertificateCount, prior.NotAfter, prior.Certificates
-		return
+	if !m.keepDescription(prior, bundle) {
+		m.setBundle(bundle, now)
 	}
-	m.setBundle(bundle, now)
+}
+
+// keepDescription copies the computed attributes from prior (nil on
+// create) when they describe bundle, and reports whether it did.
+func (m *bundleModel) keepDescription(prior *bundleModel, bundle []byte) bool {
+	if prior == nil || !prior.describes(bundle) {
+		return false
+	}
+	m.FingerprintSHA256, m.CertificateCount, m.NotAfter, m.Certificates = prior.FingerprintSHA256, prior.CertificateCount, prior.NotAfter, prior.Certificates
+	return true
 }
 
 // describes reports whether the four computed attributes are known and

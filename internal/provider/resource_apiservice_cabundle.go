@@ -185,11 +185,10 @@ func (r *apiServiceCABundleResource) modifyPlan(ctx context.Context, req resourc
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	var state *apiServiceCABundleModel
-	var prior *bundleModel // nil on create
+	var prior *bundleModel // the state's, nil on create
 	if !req.State.Raw.IsNull() {
-		state = &apiServiceCABundleModel{}
-		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
+		var state apiServiceCABundleModel
+		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 		prior = &state.bundleModel
 	}
 	plan.ID = plan.APIServiceName
@@ -218,9 +217,7 @@ func (r *apiServiceCABundleResource) modifyPlan(ctx context.Context, req resourc
 		// Unchanged source and live bundle: keep the state's values (an
 		// empty plan). Otherwise leave them unknown: the source may rotate
 		// between plan and apply, and apply writes what it holds then.
-		if state != nil && state.FingerprintSHA256.ValueString() == cabundle.Fingerprint(cabundle.Canonical(bundle)) {
-			plan.FingerprintSHA256, plan.CertificateCount, plan.NotAfter, plan.Certificates = state.FingerprintSHA256, state.CertificateCount, state.NotAfter, state.Certificates
-		}
+		plan.keepDescription(prior, cabundle.Canonical(bundle))
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }

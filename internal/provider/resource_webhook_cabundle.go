@@ -264,10 +264,11 @@ func (r *webhookCABundleResource) modifyPlan(ctx context.Context, req resource.M
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	var state *webhookCABundleModel
+	var prior *bundleModel // the state's, nil on create
 	if !req.State.Raw.IsNull() {
-		state = &webhookCABundleModel{}
-		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
+		var state webhookCABundleModel
+		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+		prior = &state.bundleModel
 	}
 	plan.ID = types.StringUnknown()
 	if !plan.Kind.IsUnknown() && !plan.Name.IsUnknown() {
@@ -296,9 +297,8 @@ func (r *webhookCABundleResource) modifyPlan(ctx context.Context, req resource.M
 		}
 		_, findings := cabundle.Inspect(bundle, r.now())
 		addFindings(&resp.Diagnostics, path.Root("source"), findings)
-		if state != nil && state.FingerprintSHA256.ValueString() == cabundle.Fingerprint(cabundle.Canonical(bundle)) {
-			plan.FingerprintSHA256, plan.CertificateCount, plan.NotAfter, plan.Certificates = state.FingerprintSHA256, state.CertificateCount, state.NotAfter, state.Certificates
-		}
+		// Unchanged source: keep the state's values; else they stay unknown.
+		plan.keepDescription(prior, cabundle.Canonical(bundle))
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
