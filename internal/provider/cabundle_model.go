@@ -1,12 +1,20 @@
 package provider
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
+	"github.com/kmshealth/terraform-provider-kmshealth/internal/kube/clientset"
 )
 
 // bundleModel is what every caBundle resource's model holds about the
@@ -142,6 +150,79 @@ func (m *bundleModel) setBundleUnknown() {
 	m.NotAfter = types.StringUnknown()
 }
 
-func (m *bundleModel) options() cabundle.ApplyOptions {
-	return cabundle.ApplyOptions{FieldManager: m.FieldManager.ValueString(), Force: m.ForceConflicts.ValueBool()}
+// options is how a write applies the bundle. Once the resource manages
+// the bundle (updating), an out-of-band overwrite is drift to correct, not
+// a conflict to report: force_conflicts only decides whether a create may
+// take the field from another manager.
+func (m *bundleModel) options(updating bool) cabundle.ApplyOptions {
+	return cabundle.ApplyOptions{FieldManager: m.FieldManager.ValueString(), Force: m.ForceConflicts.ValueBool() || updating}
+}
+
+// The steps below are those of a caBundle resource's write that are about
+// the bundle, whatever object it goes into: the resource checks its
+// target, then calls bundleToWrite, dry-runs its apply, storeInline,
+// applies, and cleanUpAfter.
+
+// bundleToWrite returns the bytes the plan applies: the inline ca_bundle
+// (checked at plan time), or src's bytes read now and checked, every
+// finding reported on `source`. ok is false when diags holds why not.
+func (m *bundleModel) bundleToWrite(ctx context.Context, c *Clients, core clientset.Core, src cabundle.Source, now time.Time, diags *diag.Diagnostics) (bundle []byte, ok bool) {
+	if m.inline() {
+		return []byte(m.CABundle.ValueString()), true
+	}
+	bundle, err := cabundle.ReadSource(ctx, core, src)
+	switch {
+	case errors.Is(err, cabundle.ErrSourceMissing):
+		diags.AddAttributeError(path.Root("source"), "CA bundle source unavailable", err.Error())
+		return nil, false
+	case err != nil:
+		c.addAPIError(diags, sourceRequest("Cannot read CA bundle source", "get", src, path.Root("source")), err)
+		return nil, false
+	}
+	_, findings := cabundle.Inspect(bundle, now)
+	addFindings(diags, path.Root("source"), findings)
+	return bundle, !diags.HasError()
+}
+
+// storeInline, for an inline plan, writes the inline ConfigMap src through
+// ensure and reports whether this write created it (so that a failed
+// apply after it deletes it again, leaving nothing half-written); for a
+// plan with a source it does nothing. ok is false when diags holds why
+// not.
+func (m *bundleModel) storeInline(ctx context.Context, c *Clients, core clientset.Core, src cabundle.Source, ensure func() error, diags *diag.Diagnostics) (created, ok bool) {
+	if !m.inline() {
+		return false, true
+	}
+	_, err := core.CoreV1().ConfigMaps(src.Namespace).Get(ctx, src.Name, metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		c.addAPIError(diags, sourceRequest("Cannot read inline CA bundle ConfigMap", "get", src, path.Root("ca_bundle")), err)
+		return false, false
+	}
+	existed := err == nil
+	if err := ensure(); err != nil {
+		// Plain errors (a foreign ConfigMap of that name) come out as they are.
+		c.addAPIError(diags, sourceRequest("Cannot store inline CA bundle", "", src, path.Root("ca_bundle")), err)
+		return false, false
+	}
+	return !existed, true
+}
+
+// cleanUpAfter, once an update from prior (nil on create) has applied m,
+// releases prior's field manager when it changed and deletes prior's
+// inline ConfigMap (in its bundle_namespace) when the bundle is no longer
+// inline. A failure is a warning: the write itself has succeeded.
+func (m *bundleModel) cleanUpAfter(prior *bundleModel, release func(manager string) error, deleteInline func(namespace string) error, diags *diag.Diagnostics) {
+	if prior == nil {
+		return
+	}
+	if old := prior.FieldManager.ValueString(); old != m.FieldManager.ValueString() {
+		if err := release(old); err != nil {
+			diags.AddWarning("Previous field manager not released", fmt.Sprintf("release field manager %q: %v", old, err))
+		}
+	}
+	if prior.inline() && !m.inline() {
+		if err := deleteInline(prior.BundleNamespace.ValueString()); err != nil {
+			diags.AddWarning("Inline CA bundle ConfigMap not deleted", err.Error())
+		}
+	}
 }

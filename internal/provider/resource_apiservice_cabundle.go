@@ -400,49 +400,23 @@ func (r *apiServiceCABundleResource) write(ctx context.Context, plan, prior *api
 		return
 	}
 	src := plan.source()
-	var bundle []byte
-	if plan.inline() {
-		bundle = []byte(plan.CABundle.ValueString())
-	} else {
-		bundle, err = cabundle.ReadSource(ctx, core, src)
-		switch {
-		case errors.Is(err, cabundle.ErrSourceMissing):
-			diags.AddAttributeError(path.Root("source"), "CA bundle source unavailable", err.Error())
-			return
-		case err != nil:
-			r.clients.addAPIError(diags, sourceRequest("Cannot read CA bundle source", "get", src, path.Root("source")), err)
-			return
-		}
-		_, findings := cabundle.Inspect(bundle, r.now())
-		if addFindings(diags, path.Root("source"), findings); diags.HasError() {
-			return
-		}
+	bundle, ok := plan.bundleToWrite(ctx, r.clients, core, src, r.now(), diags)
+	if !ok {
+		return
 	}
-	// Once this resource manages the bundle, an out-of-band overwrite is
-	// drift to correct, not a conflict to report: force_conflicts only
-	// decides whether a create may take the field from another manager.
-	opts := plan.options()
-	opts.Force = opts.Force || prior != nil
+	opts := plan.options(prior != nil)
 	dry := opts
 	dry.DryRun = true
 	if _, _, err := cabundle.Ensure(ctx, apiservices, live, bundle, src, dry); err != nil {
 		r.addApplyError(diags, name, err)
 		return
 	}
-
-	createdConfigMap := false
-	if plan.inline() {
-		existed, err := inlineExists(ctx, r, plan)
-		if err != nil {
-			r.clients.addAPIError(diags, sourceRequest("Cannot read inline CA bundle ConfigMap", "get", src, path.Root("ca_bundle")), err)
-			return
-		}
-		if _, err := cabundle.EnsureInlineConfigMap(ctx, core, src.Namespace, name, bundle, plan.FieldManager.ValueString()); err != nil {
-			// Plain errors (a foreign ConfigMap of that name) come out as they are.
-			r.clients.addAPIError(diags, sourceRequest("Cannot store inline CA bundle", "", src, path.Root("ca_bundle")), err)
-			return
-		}
-		createdConfigMap = !existed
+	createdConfigMap, ok := plan.storeInline(ctx, r.clients, core, src, func() error {
+		_, err := cabundle.EnsureInlineConfigMap(ctx, core, src.Namespace, name, bundle, plan.FieldManager.ValueString())
+		return err
+	}, diags)
+	if !ok {
+		return
 	}
 	out, _, err := cabundle.Ensure(ctx, apiservices, live, bundle, src, opts)
 	if err != nil {
@@ -452,35 +426,17 @@ func (r *apiServiceCABundleResource) write(ctx context.Context, plan, prior *api
 		r.addApplyError(diags, name, err)
 		return
 	}
-
+	var priorBundle *bundleModel
 	if prior != nil {
-		if old := prior.FieldManager.ValueString(); old != plan.FieldManager.ValueString() {
-			if err := cabundle.Release(ctx, apiservices, name, old); err != nil {
-				diags.AddWarning("Previous field manager not released", fmt.Sprintf("release field manager %q: %v", old, err))
-			}
-		}
-		if prior.inline() && !plan.inline() {
-			if err := cabundle.DeleteInlineConfigMap(ctx, core, prior.BundleNamespace.ValueString(), name); err != nil {
-				diags.AddWarning("Inline CA bundle ConfigMap not deleted", err.Error())
-			}
-		}
+		priorBundle = &prior.bundleModel
 	}
+	plan.cleanUpAfter(priorBundle,
+		func(manager string) error { return cabundle.Release(ctx, apiservices, name, manager) },
+		func(namespace string) error { return cabundle.DeleteInlineConfigMap(ctx, core, namespace, name) },
+		diags)
 	plan.ID = types.StringValue(name)
 	plan.CABundleSource = types.StringValue(out.Annotations[cabundle.SourceAnnotation])
 	plan.setBundle(out.Spec.CABundle, r.now())
-}
-
-func inlineExists(ctx context.Context, r *apiServiceCABundleResource, m *apiServiceCABundleModel) (bool, error) {
-	core, err := r.clients.Core()
-	if err != nil {
-		return false, err
-	}
-	src := m.source()
-	_, err = core.CoreV1().ConfigMaps(src.Namespace).Get(ctx, src.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	return err == nil, err
 }
 
 func (r *apiServiceCABundleResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

@@ -510,44 +510,23 @@ func (r *webhookCABundleResource) write(ctx context.Context, plan, prior *webhoo
 		return
 	}
 	src := plan.source()
-	var bundle []byte
-	if plan.inline() {
-		bundle = []byte(plan.CABundle.ValueString())
-	} else {
-		bundle, err = cabundle.ReadSource(ctx, clients.Core, src)
-		switch {
-		case errors.Is(err, cabundle.ErrSourceMissing):
-			diags.AddAttributeError(path.Root("source"), "CA bundle source unavailable", err.Error())
-			return
-		case err != nil:
-			r.clients.addAPIError(diags, sourceRequest("Cannot read CA bundle source", "get", src, path.Root("source")), err)
-			return
-		}
-		_, findings := cabundle.Inspect(bundle, r.now())
-		if addFindings(diags, path.Root("source"), findings); diags.HasError() {
-			return
-		}
+	bundle, ok := plan.bundleToWrite(ctx, r.clients, clients.Core, src, r.now(), diags)
+	if !ok {
+		return
 	}
-	opts := cabundle.ApplyOptions{FieldManager: plan.FieldManager.ValueString(), Force: plan.ForceConflicts.ValueBool() || prior != nil}
+	opts := plan.options(prior != nil)
 	dry := opts
 	dry.DryRun = true
 	if _, _, err := cabundle.EnsureTarget(ctx, inj, live, t, bundle, src, dry); err != nil {
 		r.addApplyError(diags, t, err)
 		return
 	}
-	createdConfigMap := false
-	if plan.inline() {
-		_, err := clients.Core.CoreV1().ConfigMaps(src.Namespace).Get(ctx, src.Name, metav1.GetOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			r.clients.addAPIError(diags, sourceRequest("Cannot read inline CA bundle ConfigMap", "get", src, path.Root("ca_bundle")), err)
-			return
-		}
-		existed := err == nil
-		if _, err := cabundle.EnsureTargetInlineConfigMap(ctx, clients.Core, src.Namespace, t, bundle, plan.FieldManager.ValueString()); err != nil {
-			r.clients.addAPIError(diags, sourceRequest("Cannot store inline CA bundle", "", src, path.Root("ca_bundle")), err)
-			return
-		}
-		createdConfigMap = !existed
+	createdConfigMap, ok := plan.storeInline(ctx, r.clients, clients.Core, src, func() error {
+		_, err := cabundle.EnsureTargetInlineConfigMap(ctx, clients.Core, src.Namespace, t, bundle, plan.FieldManager.ValueString())
+		return err
+	}, diags)
+	if !ok {
+		return
 	}
 	out, _, err := cabundle.EnsureTarget(ctx, inj, live, t, bundle, src, opts)
 	if err != nil {
@@ -557,18 +536,16 @@ func (r *webhookCABundleResource) write(ctx context.Context, plan, prior *webhoo
 		r.addApplyError(diags, t, err)
 		return
 	}
+	var priorBundle *bundleModel
 	if prior != nil {
-		if old := prior.FieldManager.ValueString(); old != plan.FieldManager.ValueString() {
-			if err := cabundle.ReleaseTarget(ctx, inj, t.Name, old); err != nil {
-				diags.AddWarning("Previous field manager not released", fmt.Sprintf("release field manager %q: %v", old, err))
-			}
-		}
-		if prior.inline() && !plan.inline() {
-			if err := cabundle.DeleteTargetInlineConfigMap(ctx, clients.Core, prior.BundleNamespace.ValueString(), t); err != nil {
-				diags.AddWarning("Inline CA bundle ConfigMap not deleted", err.Error())
-			}
-		}
+		priorBundle = &prior.bundleModel
 	}
+	plan.cleanUpAfter(priorBundle,
+		func(manager string) error { return cabundle.ReleaseTarget(ctx, inj, t.Name, manager) },
+		func(namespace string) error {
+			return cabundle.DeleteTargetInlineConfigMap(ctx, clients.Core, namespace, t)
+		},
+		diags)
 	plan.ID = types.StringValue(t.String())
 	plan.CABundleSource = types.StringValue(out.GetAnnotations()[cabundle.SourceAnnotation])
 	plan.setBundle(selectedBundle(inj, out, t, "", cabundle.Canonical(bundle)), r.now())

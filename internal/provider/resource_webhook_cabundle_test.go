@@ -180,6 +180,22 @@ func checkWebhookLive(t *testing.T, kind, name string, selected []string, want, 
 	}
 }
 
+// checkNoManager asserts that manager owns no field of the object.
+func checkNoManager(t *testing.T, kind, name, manager string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		live, err := injectableOf(t, kind).Get(context.Background(), name)
+		if err != nil {
+			return err
+		}
+		for _, mf := range live.GetManagedFields() {
+			if mf.Manager == manager {
+				return fmt.Errorf("field manager %q still owns fields of %s %s: %s", manager, kind, name, mf.FieldsV1.String())
+			}
+		}
+		return nil
+	}
+}
+
 // checkWebhookReleased is a CheckDestroy: no caBundle of ours, no
 // annotation, no inline ConfigMap; other's caBundle and every other field
 // as the installer wrote them.
@@ -432,6 +448,13 @@ func TestAccWebhookCABundle_crdConversion(t *testing.T) {
 	ca1 := newCertPEM(t, "ca-one", certOpts{})
 	ca2 := newCertPEM(t, "ca-two", certOpts{})
 	src := "ConfigMap/kube-system/kmshealth-cabundle-crd-" + name + "/ca.crt"
+	secrets := env.Clientset().CoreV1().Secrets("default")
+	secretName := uniqueName(t) + "-ca"
+	if _, err := secrets.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secretName}, Data: map[string][]byte{"ca.crt": []byte(ca2)}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = secrets.Delete(context.Background(), secretName, metav1.DeleteOptions{}) })
+	platform := `field_manager = "platform-team"`
 
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6,
@@ -451,6 +474,30 @@ func TestAccWebhookCABundle_crdConversion(t *testing.T) {
 				ExpectNonEmptyPlan: true,
 			},
 			{Config: webhookInlineConfig(kind, name, ca1, ""), Check: checkWebhookLive(t, kind, name, []string{""}, ca1, "", src)},
+			// A new field manager takes the bundle and the old one lets go.
+			{
+				Config: webhookInlineConfig(kind, name, ca1, platform),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					checkWebhookLive(t, kind, name, []string{""}, ca1, "", src),
+					checkNoManager(t, kind, name, cabundle.DefaultFieldManager),
+				),
+			},
+			// From inline to a Secret, back to the default manager: the
+			// inline ConfigMap goes, and so does platform-team's ownership.
+			{
+				Config: webhookSourceConfig(kind, name, secretName, ""),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					checkWebhookLive(t, kind, name, []string{""}, ca2, "", "Secret/default/"+secretName+"/ca.crt"),
+					checkNoManager(t, kind, name, "platform-team"),
+					func(*terraform.State) error {
+						_, err := env.Clientset().CoreV1().ConfigMaps("kube-system").Get(context.Background(), cabundle.TargetInlineConfigMapName(cabundle.Target{Kind: kind, Name: name}), metav1.GetOptions{})
+						if !apierrors.IsNotFound(err) {
+							return fmt.Errorf("inline ConfigMap kept after switching to a source (err=%w)", err)
+						}
+						return nil
+					},
+				),
+			},
 			{ResourceName: webhookAddr, ImportState: true, ImportStateId: kind + "/" + name, ImportStateVerify: true},
 		},
 	})
