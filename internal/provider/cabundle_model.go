@@ -226,3 +226,65 @@ func (m *bundleModel) cleanUpAfter(prior *bundleModel, release func(manager stri
 		}
 	}
 }
+
+// The steps below are those of a caBundle resource's Read that are about
+// the bundle.
+
+// adoptSource sets, on import, where the bundle comes from, given src,
+// the source the kept object's annotation names: the inline ca_bundle when
+// src is our inline ConfigMap inlineName (labelled as ours), else src as
+// the user's source. A failed read of that ConfigMap makes it a source.
+func (m *bundleModel) adoptSource(ctx context.Context, core clientset.Core, src cabundle.Source, inlineName string) {
+	m.BundleNamespace = types.StringValue(cabundle.DefaultBundleNamespace)
+	if src.Kind == cabundle.KindConfigMap && src.Name == inlineName && src.Key == cabundle.InlineKey {
+		cm, err := core.CoreV1().ConfigMaps(src.Namespace).Get(ctx, src.Name, metav1.GetOptions{})
+		if err == nil && cm.Labels[cabundle.ManagedByLabel] == cabundle.ManagedByValue {
+			m.BundleNamespace = types.StringValue(src.Namespace)
+			m.CABundle = types.StringValue(cm.Data[cabundle.InlineKey])
+			return
+		}
+	}
+	m.Source = &sourceModel{
+		Kind: types.StringValue(src.Kind), Namespace: types.StringValue(src.Namespace),
+		Name: types.StringValue(src.Name), Key: types.StringValue(src.Key),
+	}
+}
+
+// setDefaults fills the optional attributes a state can lack (after an
+// import) with the defaults the schema gives them.
+func (m *bundleModel) setDefaults() {
+	if m.FieldManager.IsNull() {
+		m.FieldManager = types.StringValue(cabundle.DefaultFieldManager)
+	}
+	if m.ForceConflicts.IsNull() {
+		m.ForceConflicts = types.BoolValue(false)
+	}
+	if m.BundleNamespace.IsNull() {
+		m.BundleNamespace = types.StringValue(cabundle.DefaultBundleNamespace)
+	}
+}
+
+// readInlineDrift, for an inline bundle, reads our inline ConfigMap src
+// (through ahead, the read started beside the kept object's) and sets
+// ca_bundle to whichever of live (the kept object's bundle) and the
+// ConfigMap's drifted from applied, the canonical form of the last
+// applied ca_bundle, so that either shows as a diff. Equivalent is not
+// drift: the live bundle is applied's certificates re-encoded. It does
+// nothing for a bundle from a source; false means diags holds why not.
+func (m *bundleModel) readInlineDrift(ctx context.Context, c *Clients, core clientset.Core, ahead *inlineRead, src cabundle.Source, live, applied []byte, diags *diag.Diagnostics) bool {
+	if !m.inline() {
+		return true
+	}
+	held, err := heldIn(ctx, core, ahead, src)
+	if err != nil {
+		c.addAPIError(diags, sourceRequest("Cannot read inline CA bundle ConfigMap", "get", src, path.Root("ca_bundle")), err)
+		return false
+	}
+	switch {
+	case !cabundle.Equivalent(live, applied):
+		m.CABundle = types.StringValue(string(live))
+	case !cabundle.Equivalent([]byte(held), applied):
+		m.CABundle = types.StringValue(held)
+	}
+	return true
+}

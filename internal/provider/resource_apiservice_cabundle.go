@@ -294,38 +294,16 @@ func (r *apiServiceCABundleResource) Read(ctx context.Context, req resource.Read
 			return
 		}
 	}
-	if state.FieldManager.IsNull() {
-		state.FieldManager = types.StringValue(cabundle.DefaultFieldManager)
-	}
-	if state.ForceConflicts.IsNull() {
-		state.ForceConflicts = types.BoolValue(false)
-	}
-	if state.BundleNamespace.IsNull() {
-		state.BundleNamespace = types.StringValue(cabundle.DefaultBundleNamespace)
-	}
+	state.setDefaults()
 	state.ID = types.StringValue(name)
 	state.CABundleSource = types.StringValue(annotation)
 	prior := state // the computed attributes as last described
 	state.setBundleFrom(&prior.bundleModel, live.Spec.CABundle, r.now())
+	// Canonical once, here, so that both of readInlineDrift's comparisons
+	// are a bytes.Equal when nothing drifted (what we wrote is canonical).
 	if state.inline() {
-		held, err := heldIn(ctx, core, ahead, state.source())
-		if err != nil {
-			r.clients.addAPIError(&resp.Diagnostics, sourceRequest("Cannot read inline CA bundle ConfigMap", "get", state.source(), path.Root("ca_bundle")), err)
-			return
-		}
-		// Report whichever of the live bundle and the ConfigMap drifted from
-		// the last applied value, so either shows as a diff on ca_bundle.
-		// The live bundle is the applied value's certificates re-encoded
-		// (cabundle.Canonical): equivalent is not drift. Canonical once,
-		// here, so that both comparisons are a bytes.Equal when nothing
-		// drifted (what we wrote is canonical).
 		applied := cabundle.Canonical([]byte(state.CABundle.ValueString()))
-		switch {
-		case !cabundle.Equivalent(live.Spec.CABundle, applied):
-			state.CABundle = types.StringValue(string(live.Spec.CABundle))
-		case !cabundle.Equivalent([]byte(held), applied):
-			state.CABundle = types.StringValue(held)
-		}
+		state.readInlineDrift(ctx, r.clients, core, ahead, state.source(), live.Spec.CABundle, applied, &resp.Diagnostics)
 	}
 }
 
@@ -341,24 +319,12 @@ func (r *apiServiceCABundleResource) adopt(ctx context.Context, m *apiServiceCAB
 				name, cabundle.SourceAnnotation, err))
 		return diags
 	}
-	m.BundleNamespace = types.StringValue(cabundle.DefaultBundleNamespace)
-	if src.Kind == cabundle.KindConfigMap && src.Name == cabundle.InlineConfigMapName(name) && src.Key == cabundle.InlineKey {
-		core, err := r.clients.Core()
-		if err != nil {
-			connectionError(&diags, err)
-			return diags
-		}
-		cm, err := core.CoreV1().ConfigMaps(src.Namespace).Get(ctx, src.Name, metav1.GetOptions{})
-		if err == nil && cm.Labels[cabundle.ManagedByLabel] == cabundle.ManagedByValue {
-			m.BundleNamespace = types.StringValue(src.Namespace)
-			m.CABundle = types.StringValue(cm.Data[cabundle.InlineKey])
-			return diags
-		}
+	core, err := r.clients.Core()
+	if err != nil {
+		connectionError(&diags, err)
+		return diags
 	}
-	m.Source = &sourceModel{
-		Kind: types.StringValue(src.Kind), Namespace: types.StringValue(src.Namespace),
-		Name: types.StringValue(src.Name), Key: types.StringValue(src.Key),
-	}
+	m.adoptSource(ctx, core, src, cabundle.InlineConfigMapName(name))
 	return diags
 }
 

@@ -23,7 +23,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kmshealth/terraform-provider-kmshealth/internal/cabundle"
 )
@@ -372,15 +371,7 @@ func (r *webhookCABundleResource) Read(ctx context.Context, req resource.ReadReq
 		}
 		t = state.target()
 	}
-	if state.FieldManager.IsNull() {
-		state.FieldManager = types.StringValue(cabundle.DefaultFieldManager)
-	}
-	if state.ForceConflicts.IsNull() {
-		state.ForceConflicts = types.BoolValue(false)
-	}
-	if state.BundleNamespace.IsNull() {
-		state.BundleNamespace = types.StringValue(cabundle.DefaultBundleNamespace)
-	}
+	state.setDefaults()
 	state.ID = types.StringValue(t.String())
 	state.CABundleSource = types.StringValue(annotation)
 	var applied []byte
@@ -389,20 +380,8 @@ func (r *webhookCABundleResource) Read(ctx context.Context, req resource.ReadReq
 	}
 	liveBundle := selectedBundle(inj, live, t, state.FingerprintSHA256.ValueString(), applied)
 	state.setBundle(liveBundle, r.now())
-	if state.inline() {
-		held, err := heldIn(ctx, clients.Core, ahead, state.source())
-		if err != nil {
-			r.clients.addAPIError(&resp.Diagnostics, sourceRequest("Cannot read inline CA bundle ConfigMap", "get", state.source(), path.Root("ca_bundle")), err)
-			return
-		}
-		// Whichever of the live bundle and our ConfigMap drifted from the
-		// applied value shows as a diff on ca_bundle.
-		switch {
-		case !cabundle.Equivalent(liveBundle, applied):
-			state.CABundle = types.StringValue(string(liveBundle))
-		case !cabundle.Equivalent([]byte(held), applied):
-			state.CABundle = types.StringValue(held)
-		}
+	if !state.readInlineDrift(ctx, r.clients, clients.Core, ahead, state.source(), liveBundle, applied, &resp.Diagnostics) {
+		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
@@ -450,19 +429,7 @@ func (r *webhookCABundleResource) adopt(ctx context.Context, c cabundle.Clients,
 			m.Webhooks, diags = types.SetValueFrom(ctx, types.StringType, owned)
 		}
 	}
-	m.BundleNamespace = types.StringValue(cabundle.DefaultBundleNamespace)
-	if src.Kind == cabundle.KindConfigMap && src.Name == cabundle.TargetInlineConfigMapName(t) && src.Key == cabundle.InlineKey {
-		cm, err := c.Core.CoreV1().ConfigMaps(src.Namespace).Get(ctx, src.Name, metav1.GetOptions{})
-		if err == nil && cm.Labels[cabundle.ManagedByLabel] == cabundle.ManagedByValue {
-			m.BundleNamespace = types.StringValue(src.Namespace)
-			m.CABundle = types.StringValue(cm.Data[cabundle.InlineKey])
-			return diags
-		}
-	}
-	m.Source = &sourceModel{
-		Kind: types.StringValue(src.Kind), Namespace: types.StringValue(src.Namespace),
-		Name: types.StringValue(src.Name), Key: types.StringValue(src.Key),
-	}
+	m.adoptSource(ctx, c.Core, src, cabundle.TargetInlineConfigMapName(t))
 	return diags
 }
 
