@@ -379,7 +379,8 @@ func (r *webhookCABundleResource) Read(ctx context.Context, req resource.ReadReq
 		applied = cabundle.Canonical([]byte(state.CABundle.ValueString()))
 	}
 	liveBundle := selectedBundle(inj, live, t, state.FingerprintSHA256.ValueString(), applied)
-	state.setBundle(liveBundle, r.now())
+	prior := state // the computed attributes as last described
+	state.setBundleFrom(&prior.bundleModel, liveBundle, r.now())
 	if !state.readInlineDrift(ctx, r.clients, clients.Core, ahead, state.source(), liveBundle, applied, &resp.Diagnostics) {
 		return
 	}
