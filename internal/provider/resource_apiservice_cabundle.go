@@ -335,7 +335,7 @@ func (r *apiServiceCABundleResource) Update(ctx context.Context, req resource.Up
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	r.write(ctx, &plan, &state, &resp.Diagnostics)
+	r.write(ctx, &plan, &state.bundleModel, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -346,7 +346,7 @@ func (r *apiServiceCABundleResource) Update(ctx context.Context, req resource.Up
 // the first write (including a server-side dry run for conflicts), then
 // writes the inline ConfigMap, then the APIService, then cleans up what the
 // previous state held and the plan no longer does.
-func (r *apiServiceCABundleResource) write(ctx context.Context, plan, prior *apiServiceCABundleModel, diags *diag.Diagnostics) {
+func (r *apiServiceCABundleResource) write(ctx context.Context, plan *apiServiceCABundleModel, prior *bundleModel, diags *diag.Diagnostics) {
 	core, err := r.clients.Core()
 	if err != nil {
 		connectionError(diags, err)
@@ -392,11 +392,7 @@ func (r *apiServiceCABundleResource) write(ctx context.Context, plan, prior *api
 		r.addApplyError(diags, name, err)
 		return
 	}
-	var priorBundle *bundleModel
-	if prior != nil {
-		priorBundle = &prior.bundleModel
-	}
-	plan.cleanUpAfter(priorBundle,
+	plan.cleanUpAfter(prior,
 		func(manager string) error { return cabundle.Release(ctx, apiservices, name, manager) },
 		func(namespace string) error { return cabundle.DeleteInlineConfigMap(ctx, core, namespace, name) },
 		diags)

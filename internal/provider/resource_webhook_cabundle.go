@@ -441,7 +441,7 @@ func (r *webhookCABundleResource) Update(ctx context.Context, req resource.Updat
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	r.write(ctx, &plan, &state, &resp.Diagnostics)
+	r.write(ctx, &plan, &state.bundleModel, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -452,7 +452,7 @@ func (r *webhookCABundleResource) Update(ctx context.Context, req resource.Updat
 // the first write (including a server-side dry run), then writes the
 // inline ConfigMap, then the object, then cleans up what the previous
 // state held and the plan no longer does.
-func (r *webhookCABundleResource) write(ctx context.Context, plan, prior *webhookCABundleModel, diags *diag.Diagnostics) {
+func (r *webhookCABundleResource) write(ctx context.Context, plan *webhookCABundleModel, prior *bundleModel, diags *diag.Diagnostics) {
 	clients, err := r.clients.CABundle()
 	if err != nil {
 		connectionError(diags, err)
@@ -504,11 +504,7 @@ func (r *webhookCABundleResource) write(ctx context.Context, plan, prior *webhoo
 		r.addApplyError(diags, t, err)
 		return
 	}
-	var priorBundle *bundleModel
-	if prior != nil {
-		priorBundle = &prior.bundleModel
-	}
-	plan.cleanUpAfter(priorBundle,
+	plan.cleanUpAfter(prior,
 		func(manager string) error { return cabundle.ReleaseTarget(ctx, inj, t.Name, manager) },
 		func(namespace string) error {
 			return cabundle.DeleteTargetInlineConfigMap(ctx, clients.Core, namespace, t)
